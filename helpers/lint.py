@@ -1,0 +1,65 @@
+"""Static checks on chapter notebooks: bare measured numbers, setup/parameters cells, expectations (ch01)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .verify import _source, load_notebook
+
+UNITS = (r"×|x\b|ms\b|µs\b|us\b|ns\b|s\b|sec(?:onds?)?\b|min(?:utes?)?\b|KiB\b|MiB\b|GiB\b|KB\b|MB\b|GB\b|TB\b"
+         r"|GB/s\b|TB/s\b|TFLOP/s\b|GFLOP/s\b|%|graphs?\b|breaks?\b|kernels?\b|recompil\w*\b|guards?\b"
+         r"|compiles?\b|launch(?:es)?\b|nodes?\b|ops?\b|instructions?\b")
+BARE_NUMBER = re.compile(rf"(?<![\w.])(\d+(?:[.,]\d+)*)\s?(?:{UNITS})")
+SETUP_CALL = re.compile(r"""helpers\.setup\(["'](ch\d\d)["']\)""")
+
+
+def _strip_allowed(markdown: str) -> str:
+    """Remove what may hold numbers: code, glue references, quoted reference data, links, math."""
+    text = re.sub(r"```.*?```", " ", markdown, flags=re.S)
+    text = re.sub(r":::.*?:::", " ", text, flags=re.S)
+    text = re.sub(r"\{[\w:-]+\}`[^`]*`", " ", text)  # roles, glue included
+    text = re.sub(r"`[^`]*`", " ", text)
+    text = re.sub(r"\$[^$]*\$", " ", text)
+    text = re.sub(r"\]\([^)]*\)", "]", text)
+    text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(">"))
+    return text
+
+
+def bare_numbers(markdown: str) -> list[str]:
+    """Measured-looking numbers (``6.1×``, ``0.19 ms``, ``3 graphs``) not cited through glue."""
+    return [m.group(0) for m in BARE_NUMBER.finditer(_strip_allowed(markdown))]
+
+
+def lint_notebook(path: str | Path) -> list[str]:
+    """Problems in one chapter notebook (empty when it is clean)."""
+    path = Path(path)
+    nb = load_notebook(path)
+    problems = []
+    cells = nb["cells"]
+    code = [c for c in cells if c.get("cell_type") == "code"]
+    if not code or not SETUP_CALL.search(_source(code[0])):
+        problems.append("the first code cell must be the setup cell calling helpers.setup(\"chNN\")")
+    elif "hide-input" not in code[0].get("metadata", {}).get("tags", []):
+        problems.append("the setup cell needs the tag hide-input")
+    params = [i for i, c in enumerate(code) if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if not params:
+        problems.append("no cell is tagged 'parameters' (papermill needs one)")
+    elif not any("helpers.configure(" in _source(c) for c in code[params[0] + 1:]):
+        problems.append("no helpers.configure(...) call after the parameters cell")
+    for index, cell in enumerate(cells):
+        src = _source(cell)
+        if cell.get("cell_type") == "markdown":
+            for hit in bare_numbers(src):
+                problems.append(f"cell {index}: bare number {hit!r} in prose: glue it from the notebook")
+        elif cell.get("cell_type") == "code":
+            for call in re.finditer(r"\bfigure\(", src):
+                tail = src[call.end():]
+                depth, end = 1, 0
+                for end, ch in enumerate(tail):
+                    depth += ch == "("
+                    depth -= ch == ")"
+                    if depth == 0:
+                        break
+                if "expect=" not in tail[:end]:
+                    problems.append(f"cell {index}: figure(...) without expect=")
+    return [f"{path.name}: {p}" for p in problems]

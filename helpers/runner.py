@@ -1,0 +1,201 @@
+"""Execute chapter notebooks with papermill, verify them and write a report (ch01)."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .env import REPO_ROOT, CourseError
+from .verify import NotebookResult, verify_notebook
+
+CHAPTERS_DIR = REPO_ROOT / "chapters"
+CHAPTER_FILE = re.compile(r"^(ch\d\d)_[\w-]+\.ipynb$")
+
+
+def chapters(directory: Path = CHAPTERS_DIR) -> dict[str, Path]:
+    """Chapter id → notebook path, in course order."""
+    found = {}
+    for path in sorted(directory.glob("ch*.ipynb")):
+        m = CHAPTER_FILE.match(path.name)
+        if m:
+            found[m.group(1)] = path
+    return found
+
+
+def resolve(names: list[str], directory: Path = CHAPTERS_DIR) -> list[Path]:
+    """Map 'ch02', '2', 'ch02_four_stations' or a path to notebooks; unknown names are an error."""
+    known = chapters(directory)
+    if not names:
+        return list(known.values())
+    out = []
+    for name in names:
+        p = Path(name)
+        if p.suffix == ".ipynb" and p.exists():
+            out.append(p.resolve())
+            continue
+        key = name if name.startswith("ch") else f"ch{int(name):02d}" if name.isdigit() else name
+        key = key[:4]
+        if key not in known:
+            raise CourseError(f"unknown chapter {name!r}. Available: {', '.join(known) or 'none'}.")
+        out.append(known[key])
+    return out
+
+
+def parse_shard(shard: str | None) -> tuple[int, int]:
+    if not shard:
+        return 1, 1
+    m = re.fullmatch(r"(\d+)/(\d+)", shard)
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise CourseError(f"--shard {shard!r}: use i/n with 1 <= i <= n, e.g. --shard 2/4.")
+    return int(m.group(1)), int(m.group(2))
+
+
+def environment_summary(device: str) -> dict:
+    """The run's environment, for the report header."""
+    from .env import detect
+
+    env = detect(device)
+    return {k: v for k, v in env.as_dict().items() if k not in ("chapter", "extra", "scale")}
+
+
+def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: float, cache: Path) -> NotebookResult:
+    """Run one notebook in a fresh kernel (a papermill child process) and verify what it wrote."""
+    env = dict(os.environ)
+    env.update(COURSE_HEADLESS="1", COURSE_CACHE_DIR=str(cache), TORCHINDUCTOR_CACHE_DIR=str(cache),
+               TRITON_CACHE_DIR=str(cache / "triton"), PYTHONUNBUFFERED="1")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    cmd = [sys.executable, "-m", "papermill", str(notebook), str(out), "--cwd", str(notebook.parent),
+           "-k", "python3", "--no-progress-bar", "--log-level", "WARNING"]
+    for key, value in (("device", device), ("scale", scale)):
+        if value != "auto":
+            cmd += ["-p", key, value]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    try:
+        log, _ = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        log, _ = proc.communicate()
+        timed_out = True
+    seconds = time.perf_counter() - t0
+    if out.exists():
+        result = verify_notebook(out)
+    else:
+        result = NotebookResult(str(out), status="error")
+        result.problems.append("papermill wrote no output notebook:\n" + (log or "")[-2000:])
+    result.seconds = round(seconds, 1)
+    if timed_out:
+        result.status = "timeout"
+        result.problems.insert(0, f"timed out after {timeout:.0f} s (raise --timeout, or make the "
+                                  f"chapter's quick scale smaller)")
+    elif proc.returncode != 0 and result.ok:
+        result.status = "error"
+        result.problems.append(f"papermill exited with {proc.returncode}:\n{(log or '')[-2000:]}")
+    return result
+
+
+def run(names: list[str], *, device="auto", scale="auto", shard=None, out=None, timeout=300.0) -> int:
+    """Execute, verify and report; returns the process exit code (0 only if everything passed)."""
+    from .env import resolve_device
+
+    notebooks = resolve(names)
+    device_resolved = resolve_device(device)  # fails loudly for cuda without a GPU
+    i, n = parse_shard(shard)
+    notebooks = notebooks[i - 1::n]
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out_dir = Path(out) if out else REPO_ROOT / "runs" / f"{stamp}-{device_resolved}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cache = out_dir / "compile-cache"
+    report = {"started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+              "device": device_resolved, "scale": scale, "shard": f"{i}/{n}",
+              "environment": environment_summary(device_resolved), "notebooks": []}
+    for nb in notebooks:
+        print(f"running {nb.name} ...", flush=True)
+        result = execute(nb, out_dir / nb.name, device=device, scale=scale, timeout=timeout, cache=cache)
+        report["notebooks"].append(result.as_dict())
+        print(f"  {result.status} in {result.seconds} s; figures {result.counts()}", flush=True)
+        for p in result.problems:
+            print(f"  - {p}", flush=True)
+    report["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    report["ok"] = all(r["ok"] for r in report["notebooks"])
+    write_report(report, out_dir)
+    print(f"report: {out_dir / 'report.md'}  ->  {'PASSED' if report['ok'] else 'FAILED'}")
+    return 0 if report["ok"] else 1
+
+
+def write_report(report: dict, out_dir: Path) -> None:
+    (out_dir / "report.json").write_text(json.dumps(report, indent=1, default=str))
+    env = report["environment"]
+    lines = [f"# Course run {report['started']}", "",
+             f"- device: {env.get('device_name')} ({env.get('device_class')}), driver {env.get('driver')}",
+             f"- torch {env.get('torch')}, triton {env.get('triton')}, python {env.get('python')}",
+             f"- git commit {env.get('git_commit')}; scale {report['scale']}; shard {report['shard']}",
+             f"- result: {'PASSED' if report['ok'] else 'FAILED'}", ""]
+    for nb in report["notebooks"]:
+        lines += [f"## {Path(nb['path']).name}: {nb['status']} ({nb['seconds']} s)", ""]
+        lines += [f"- problem: {p}" for p in nb["problems"]]
+        if nb["figures"]:
+            lines += ["", "| figure | value | unit | expectation | status |", "|---|---|---|---|---|"]
+            lines += [f"| {f['name']} | {f.get('value')} | {f.get('unit', '')} | {f.get('rule', '')} | "
+                      f"{f['status']} |" for f in nb["figures"]]
+        lines.append("")
+    (out_dir / "report.md").write_text("\n".join(lines))
+
+
+def verify_paths(paths: list[str]) -> int:
+    """``verify PATH...``: re-check executed notebooks; exit 1 on any problem."""
+    if not paths:
+        raise CourseError("verify needs at least one executed .ipynb (or a run folder).")
+    files: list[Path] = []
+    for p in map(Path, paths):
+        files += sorted(p.glob("ch*.ipynb")) if p.is_dir() else [p]
+    bad = 0
+    for f in files:
+        r = verify_notebook(f)
+        print(f"{f}: {r.status}; figures {r.counts()}")
+        for p in r.problems:
+            print(f"  - {p}")
+        bad += not r.ok
+    return 1 if bad else 0
+
+
+def publish(run_dir: str, chapters_dir: Path = CHAPTERS_DIR) -> int:
+    """Copy a fully verified GPU run's notebooks into chapters/ and write their canonical records."""
+    from .numbers import CANONICAL_DIR
+
+    run_path = Path(run_dir)
+    report_file = run_path / "report.json"
+    if not report_file.exists():
+        raise CourseError(f"{run_path}: no report.json here; publish takes a folder written by `helpers run`.")
+    report = json.loads(report_file.read_text())
+    failed = [Path(nb["path"]).name for nb in report["notebooks"] if not nb["ok"]]
+    if failed or not report.get("ok"):
+        raise CourseError(f"refusing to publish {run_path}: these notebooks did not pass: "
+                          f"{', '.join(failed) or 'see report'}. Fix them and run again.")
+    if report.get("device") != "cuda":
+        raise CourseError(f"refusing to publish {run_path}: it ran on {report.get('device')}; the committed "
+                          "outputs come from the canonical GPU run (make run on the GPU machine).")
+    # verify again from the files themselves (a report can be edited, the notebooks are the record)
+    results = [verify_notebook(run_path / Path(nb["path"]).name) for nb in report["notebooks"]]
+    if not all(r.ok for r in results):
+        raise CourseError(f"refusing to publish {run_path}: re-verification failed.")
+    CANONICAL_DIR.mkdir(exist_ok=True)
+    for r in results:
+        src = Path(r.path)
+        chapter = CHAPTER_FILE.match(src.name).group(1)
+        (chapters_dir / src.name).write_bytes(src.read_bytes())
+        figures = {f["name"]: {k: f.get(k) for k in ("value", "unit", "status", "rule")}
+                   for f in r.figures if f["status"] not in ("reference", "canonical")}
+        record = {"chapter": chapter, "verified": report.get("finished", "")[:10], "env": r.env,
+                  "seconds": r.seconds, "figures": figures}
+        (CANONICAL_DIR / f"{chapter}.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+        print(f"published {src.name} ({len(figures)} figures)")
+    return 0

@@ -1,0 +1,54 @@
+"""The per-notebook session: setup cell, parameters → Env, and the environment record (ch01)."""
+from __future__ import annotations
+
+import os
+import warnings
+
+from .env import Env, cache_root, detect, require_torch, seed_everything, use_cache_dir
+
+ENV_META_KEY = "course_env"
+_STATE: dict = {"chapter": None, "env": None}
+
+
+def setup(chapter: str) -> None:
+    """Run once at the top of a chapter: check torch, point compile caches at this run's folder, seed."""
+    require_torch()
+    _STATE["chapter"] = chapter
+    _STATE["env"] = None
+    from . import figures
+
+    figures.RECORDED.clear()
+    use_cache_dir(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or cache_root())
+    warnings.filterwarnings("ignore", message=".*TF32.*")
+    seed_everything(0)
+
+
+def configure(device: str = "auto", scale: str = "auto", seed: int = 0) -> Env:
+    """Resolve the parameters cell into an Env, record it in the notebook and print a banner."""
+    env = detect(device, scale, chapter=_STATE["chapter"])
+    _STATE["env"] = env
+    seed_everything(seed)
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+
+        if get_ipython() is not None:
+            display({"text/plain": env.banner()}, raw=True, metadata={ENV_META_KEY: env.as_dict()})
+            return env
+    except ImportError:
+        pass
+    print(env.banner())
+    return env
+
+
+def current_env() -> Env:
+    """The configured Env (configuring with defaults if the notebook has not yet)."""
+    if _STATE["env"] is None:
+        env = detect(chapter=_STATE["chapter"])
+        _STATE["env"] = env
+    return _STATE["env"]
+
+
+def pick(quick, full):
+    """Choose a size by the run's scale: ``pick(quick=2**20, full=2**24)``."""
+    return full if current_env().scale == "full" else quick
