@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 book: setup
-	$(VENV)/bin/jupyter-book build . --warningiserror --nitpicky --keep-going
+	$(VENV)/bin/jupyter-book build . --warningiserror --nitpick --keep-going
 
 test: setup
 	$(PY) -m pytest

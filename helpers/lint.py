@@ -6,7 +6,7 @@ from pathlib import Path
 
 from .verify import _source, load_notebook
 
-UNITS = (r"×|x\b|ms\b|µs\b|us\b|ns\b|s\b|sec(?:onds?)?\b|min(?:utes?)?\b|KiB\b|MiB\b|GiB\b|KB\b|MB\b|GB\b|TB\b"
+UNITS = (r"×(?!\s*\d)|x\b(?!\s*\d)|ms\b|µs\b|us\b|ns\b|s\b|sec(?:onds?)?\b|min(?:utes?)?\b|KiB\b|MiB\b|GiB\b|KB\b|MB\b|GB\b|TB\b"
          r"|GB/s\b|TB/s\b|TFLOP/s\b|GFLOP/s\b|%|graphs?\b|breaks?\b|kernels?\b|recompil\w*\b|guards?\b"
          r"|compiles?\b|launch(?:es)?\b|nodes?\b|ops?\b|instructions?\b")
 BARE_NUMBER = re.compile(rf"(?<![\w.])(\d+(?:[.,]\d+)*)\s?(?:{UNITS})")
@@ -21,7 +21,9 @@ def _strip_allowed(markdown: str) -> str:
     text = re.sub(r"`[^`]*`", " ", text)
     text = re.sub(r"\$[^$]*\$", " ", text)
     text = re.sub(r"\]\([^)]*\)", "]", text)
-    text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(">"))
+    # quoted reference data (blockquotes) and the authored reading-time estimate are not measurements
+    text = "\n".join(line for line in text.splitlines()
+                     if not line.lstrip().startswith(">") and not line.lstrip().startswith("**Time:**"))
     return text
 
 

@@ -102,7 +102,8 @@ def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: floa
     return result
 
 
-def run(names: list[str], *, device="auto", scale="auto", shard=None, out=None, timeout=300.0) -> int:
+def run(names: list[str], *, device="auto", scale="auto", shard=None, out=None, timeout=300.0,
+        cache=None) -> int:
     """Execute, verify and report; returns the process exit code (0 only if everything passed)."""
     from .env import resolve_device
 
@@ -113,7 +114,7 @@ def run(names: list[str], *, device="auto", scale="auto", shard=None, out=None, 
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out_dir = Path(out) if out else REPO_ROOT / "runs" / f"{stamp}-{device_resolved}"
     out_dir.mkdir(parents=True, exist_ok=True)
-    cache = out_dir / "compile-cache"
+    cache = Path(cache) if cache else out_dir / "compile-cache"
     report = {"started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
               "device": device_resolved, "scale": scale, "shard": f"{i}/{n}",
               "environment": environment_summary(device_resolved), "notebooks": []}
