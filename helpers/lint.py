@@ -32,6 +32,20 @@ def bare_numbers(markdown: str) -> list[str]:
     return [m.group(0) for m in BARE_NUMBER.finditer(_strip_allowed(markdown))]
 
 
+def bad_glue_formats(markdown: str) -> list[str]:
+    """Glue roles whose format spec Python cannot apply to a number (e.g. a stray brace)."""
+    bad = []
+    for m in re.finditer(r"\{glue(?::text)?\}`([^`]+)`", markdown):
+        name, _, spec = m.group(1).partition(":")
+        if not spec:
+            continue
+        try:
+            format(1 if spec[-1:] in "bcdoxX" else 1.5, spec)
+        except (ValueError, TypeError):
+            bad.append(m.group(1))
+    return bad
+
+
 def lint_notebook(path: str | Path) -> list[str]:
     """Problems in one chapter notebook (empty when it is clean)."""
     path = Path(path)
@@ -53,6 +67,8 @@ def lint_notebook(path: str | Path) -> list[str]:
         if cell.get("cell_type") == "markdown":
             for hit in bare_numbers(src):
                 problems.append(f"cell {index}: bare number {hit!r} in prose: glue it from the notebook")
+            for ref in bad_glue_formats(src):
+                problems.append(f"cell {index}: glue reference {ref!r} has an invalid format spec")
         elif cell.get("cell_type") == "code":
             for call in re.finditer(r"\bfigure\(", src):
                 tail = src[call.end():]

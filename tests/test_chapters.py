@@ -1,0 +1,72 @@
+"""Every chapter in the book: executes on CPU with its expectations met, and its committed GPU outputs verify."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from helpers.lint import lint_notebook
+from helpers.numbers import CANONICAL_DIR
+from helpers.runner import chapters
+from helpers.verify import verify_notebook
+
+from conftest import ROOT
+
+CHAPTERS = chapters()
+
+
+def toc_files() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                files.append(node["file"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+    walk(toc)
+    return files
+
+
+def test_toc_lists_exactly_the_chapters_on_disk():
+    listed = {Path(f).name for f in toc_files() if re.match(r"chapters/ch\d\d_", f)}
+    assert listed == {p.stem for p in CHAPTERS.values()}
+    assert len(CHAPTERS) >= 2
+
+
+@pytest.mark.parametrize("chapter", list(CHAPTERS))
+def test_chapter_is_lint_clean(chapter):
+    assert lint_notebook(CHAPTERS[chapter]) == []
+
+
+@pytest.mark.parametrize("chapter", list(CHAPTERS))
+def test_committed_outputs_are_a_verified_gpu_run(chapter):
+    result = verify_notebook(CHAPTERS[chapter])
+    assert result.ok, result.problems
+    assert result.env["device"] == "cuda", "committed outputs must come from the canonical GPU run"
+    assert result.counts().get("pass", 0) > 0
+
+
+@pytest.mark.parametrize("chapter", list(CHAPTERS))
+def test_canonical_record_matches_the_committed_notebook(chapter):
+    record = json.loads((CANONICAL_DIR / f"{chapter}.json").read_text())
+    result = verify_notebook(CHAPTERS[chapter])
+    figures = {f["name"]: f["value"] for f in result.figures if f["status"] not in ("reference", "canonical")}
+    assert {k: v["value"] for k, v in record["figures"].items()} == figures
+    assert record["env"] == result.env
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("chapter", list(CHAPTERS))
+def test_chapter_executes_on_cpu_with_expectations_met(cpu_run, chapter):
+    assert cpu_run["report"] is not None, cpu_run["log"][-3000:]
+    by_name = {Path(nb["path"]).name: nb for nb in cpu_run["report"]["notebooks"]}
+    nb = by_name[CHAPTERS[chapter].name]
+    assert nb["ok"], nb["problems"]
+    assert nb["env"]["device"] == "cpu" and nb["counts"].get("fail", 0) == 0
+    assert nb["seconds"] < 120, f"{chapter} took {nb['seconds']} s on CPU (limit 120)"

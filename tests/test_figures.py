@@ -1,0 +1,45 @@
+import pytest
+
+from helpers.figures import band, check, exact, record
+
+
+def test_exact_checks_equality():
+    assert check(5, exact(5), ["cpu"], "2.13")[0] == "pass"
+    assert check(4, exact(5), ["cpu"], "2.13")[0] == "fail"
+    assert check(6.0, exact(6.0), ["cpu"], "2.13")[0] == "pass"
+    assert check(True, exact(True), ["cpu"], "2.13")[0] == "pass"
+
+
+def test_exact_per_torch_version_and_device():
+    by_torch = exact(by_torch={"2.11": 12, "2.13": 13})
+    assert check(12, by_torch, ["sm90", "cuda"], "2.11")[0] == "pass"
+    assert check(12, by_torch, ["cpu"], "2.13")[0] == "fail"
+    assert check(12, by_torch, ["cpu"], "2.9")[0] == "unbanded"
+    by_device = exact(by_device={"cpu": "c++", "cuda": "triton"})
+    assert check("triton", by_device, ["sm90", "cuda"], "2.11")[0] == "pass"
+    assert check("triton", by_device, ["cpu"], "2.13")[0] == "fail"
+
+
+def test_band_picks_the_most_specific_class():
+    b = band(cpu=(0.5, 2), sm90=(3, 4.3), cuda=(2, 8))
+    assert check(3.6, b, ["sm90", "cuda"], "2.11") == ("pass", "sm90: 3..4.3")
+    assert check(5.0, b, ["sm90", "cuda"], "2.11")[0] == "fail"
+    assert check(5.0, b, ["sm75", "cuda"], "2.11") == ("pass", "cuda: 2..8")
+    assert check(5.0, b, ["cpu"], "2.13")[0] == "fail"
+    assert check(1.0, band(sm90=(1, 2)), ["cpu"], "2.13")[0] == "unbanded"
+
+
+def test_record_and_malformed():
+    assert check(1.23, record(), ["cpu"], "2.13")[0] == "record"
+    assert check(1, {"kind": "vibes"}, ["cpu"], "2.13")[0] == "fail"
+    with pytest.raises(ValueError):
+        band(cpu=(3, 1))
+
+
+def test_figure_requires_an_expectation():
+    import helpers
+
+    with pytest.raises(ValueError, match="needs expect="):
+        helpers.figure("x", 1, expect=None)
+    with pytest.raises(TypeError):
+        helpers.figure("x", [1, 2], expect=record())

@@ -1,0 +1,23 @@
+import torch
+
+from helpers.traffic import MiB, pointwise_traffic
+
+
+def sin_cos_tanh(x):
+    return torch.sin(x) * torch.cos(x) + torch.tanh(x)
+
+
+def test_series_example_is_768_vs_128_mib_exactly():
+    t = pointwise_traffic(sin_cos_tanh, torch.empty(4096, 4096))
+    assert t.eager == 768 * MiB and t.fused == 128 * MiB and t.ratio == 6.0
+    assert [o.op for o in t.ops] == ["sin", "cos", "mul", "tanh", "add"]
+
+
+def test_scalars_cost_nothing():
+    assert pointwise_traffic(lambda x: torch.relu(x) * 2 + 1, torch.empty(1000)).ratio == 3.0
+
+
+def test_two_inputs_and_dtype():
+    t = pointwise_traffic(lambda a, b: a * b + a, torch.empty(100, dtype=torch.float16), torch.empty(100, dtype=torch.float16))
+    # mul reads 2·200 B, writes 200 B; add reads 400 B, writes 200 B; fused reads a and b, writes once
+    assert t.eager == 1200 and t.fused == 600
