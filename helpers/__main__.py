@@ -22,6 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("paths", nargs="*")
     p = sub.add_parser("publish", help="copy a verified GPU run's outputs into chapters/")
     p.add_argument("run_dir")
+    sub.add_parser("guide", help="regenerate chapters/instructors.md from the notebooks")
     lint = sub.add_parser("lint", help="static checks on chapter notebooks")
     lint.add_argument("paths", nargs="*")
     args = parser.parse_args(argv)
@@ -35,6 +36,11 @@ def main(argv: list[str] | None = None) -> int:
             return runner.verify_paths(args.paths)
         if args.command == "publish":
             return runner.publish(args.run_dir)
+        if args.command == "guide":
+            from .guide import write
+
+            print(f"wrote {write()}")
+            return 0
         from .lint import lint_notebook
 
         paths = args.paths or [str(p) for p in runner.chapters().values()]

@@ -86,8 +86,9 @@ class Env:
         gpu = f"{self.device_name} ({self.device_class}, driver {self.driver})" if self.on_gpu else (
             f"CPU ({self.cpu_count} cores: {self.device_name})")
         tri = f", triton {self.triton}" if self.triton else ""
-        return (f"device: {gpu} | scale: {self.scale} | torch {self.torch}{tri}, python {self.python}"
-                f" | {self.date} | commit {self.git_commit or 'unknown'}")
+        return (f"device:  {gpu}, scale {self.scale}\n"
+                f"software: torch {self.torch}{tri}, python {self.python}\n"
+                f"run:     {self.date}, course commit {self.git_commit or 'unknown'}")
 
     def as_dict(self) -> dict:
         return asdict(self)

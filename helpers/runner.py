@@ -66,6 +66,8 @@ def environment_summary(device: str) -> dict:
 
 def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: float, cache: Path) -> NotebookResult:
     """Run one notebook in a fresh kernel (a papermill child process) and verify what it wrote."""
+    notebook, out, cache = Path(notebook).resolve(), Path(out).resolve(), Path(cache).resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     env.update(COURSE_HEADLESS="1", COURSE_CACHE_DIR=str(cache), TORCHINDUCTOR_CACHE_DIR=str(cache),
                TRITON_CACHE_DIR=str(cache / "triton"), PYTHONUNBUFFERED="1")
@@ -112,7 +114,7 @@ def run(names: list[str], *, device="auto", scale="auto", shard=None, out=None, 
     i, n = parse_shard(shard)
     notebooks = notebooks[i - 1::n]
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out_dir = Path(out) if out else REPO_ROOT / "runs" / f"{stamp}-{device_resolved}"
+    out_dir = (Path(out) if out else REPO_ROOT / "runs" / f"{stamp}-{device_resolved}").resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     cache = Path(cache) if cache else out_dir / "compile-cache"
     report = {"started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

@@ -70,3 +70,9 @@ def test_chapter_executes_on_cpu_with_expectations_met(cpu_run, chapter):
     assert nb["ok"], nb["problems"]
     assert nb["env"]["device"] == "cpu" and nb["counts"].get("fail", 0) == 0
     assert nb["seconds"] < 120, f"{chapter} took {nb['seconds']} s on CPU (limit 120)"
+
+
+def test_instructor_guide_is_current():
+    from helpers.guide import GUIDE, render
+
+    assert GUIDE.read_text() == render(), "run `python -m helpers guide` and commit chapters/instructors.md"

@@ -9,7 +9,7 @@ def test_planted_bare_numbers_are_caught():
 
 
 def test_glue_code_quotes_dimensions_and_years_pass():
-    text = ("Fused: {glue:text}`speedup:.2f`× on a 4096 × 4096 input (`x * 2` costs 4 ms in code).\n"
+    text = ("Fused: {glue:text}`speedup:.2f`× on a 4096 × 4096 input (`time.sleep(0.004)  # 4 ms`).\n"
             "> The series reported 6.12× on an L40S.\n"
             "PyTorch 2.0 was released in 2023; Python 3.11; sm90.\n"
             "**Time:** about 25 minutes to read.")
