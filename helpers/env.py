@@ -203,8 +203,9 @@ def use_cache_dir(path: str | os.PathLike) -> Path:
 def fresh_compile_cache():
     """A brand-new, empty Inductor/Triton cache for the block, for measuring cold compiles.
 
-    Precompiled C++ headers stay in torch's default temp folder (they depend only on the
-    compiler and torch), so a 'cold' CPU compile here excludes that one-off cost.
+    Inductor's precompiled C++ headers live under $TMPDIR (the runner gives each run its own), not in
+    this cache: a 'cold' CPU compile here excludes that one-off cost once an earlier compile of the
+    run has built them.
     """
     from . import inspect as _inspect
 

@@ -69,8 +69,11 @@ def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: floa
     notebook, out, cache = Path(notebook).resolve(), Path(out).resolve(), Path(cache).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
+    # Inductor keeps precompiled C++ headers under $TMPDIR/torchinductor_$USER whatever its cache dir
+    # is, so the run gets its own TMPDIR too: nothing compiled outside the run leaks into it.
+    (cache / "tmp").mkdir(parents=True, exist_ok=True)
     env.update(COURSE_HEADLESS="1", COURSE_CACHE_DIR=str(cache), TORCHINDUCTOR_CACHE_DIR=str(cache),
-               TRITON_CACHE_DIR=str(cache / "triton"), PYTHONUNBUFFERED="1")
+               TRITON_CACHE_DIR=str(cache / "triton"), TMPDIR=str(cache / "tmp"), PYTHONUNBUFFERED="1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     cmd = [sys.executable, "-m", "papermill", str(notebook), str(out), "--cwd", str(notebook.parent),
            "-k", "python3", "--no-progress-bar", "--log-level", "WARNING"]
