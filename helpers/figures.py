@@ -24,6 +24,25 @@ def exact(value=None, *, by_torch: dict | None = None, by_device: dict | None = 
     return {"kind": "exact", "value": value}
 
 
+def exact_by_python(table: dict) -> dict:
+    """Exact value of something CPython's bytecode decides (instruction counts, offsets) (ch03).
+
+    Keys are a Python minor version ("3.12") or a Python/torch pair ("3.12/2.11", either order) when
+    what Dynamo writes matters too. Resolved for the running interpreter when the figure is recorded;
+    an interpreter the table does not list is reported as "no exact value here", never as a failure.
+    """
+    import platform
+
+    import torch
+
+    py = ".".join(platform.python_version().split(".")[:2])
+    tv = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    for key in (f"{py}/{tv}", f"{tv}/{py}", py):
+        if key in table:
+            return exact(table[key])
+    return {"kind": "exact", "by": "interpreter", "values": {str(k): v for k, v in table.items()}}
+
+
 def band(**bands) -> dict:
     """Hardware-dependent value: ``band(cpu=(lo, hi), sm90=(lo, hi), cuda=(lo, hi))``, inclusive."""
     for cls, (lo, hi) in bands.items():
@@ -48,6 +67,8 @@ def check(value, expect: dict, classes: list[str], torch_minor: str) -> tuple[st
     if kind == "exact":
         if "value" in expect:
             want = expect["value"]
+        elif expect.get("by") == "interpreter":
+            return "unbanded", "no exact value for this Python/torch"
         else:
             key = torch_minor if expect.get("by") == "torch" else next(
                 (c for c in classes if c in expect.get("values", {})), None)

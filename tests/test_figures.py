@@ -1,6 +1,6 @@
 import pytest
 
-from helpers.figures import band, check, exact, record
+from helpers.figures import band, check, exact, exact_by_python, record
 
 
 def test_exact_checks_equality():
@@ -43,3 +43,17 @@ def test_figure_requires_an_expectation():
         helpers.figure("x", 1, expect=None)
     with pytest.raises(TypeError):
         helpers.figure("x", [1, 2], expect=record())
+
+
+def test_exact_by_python_resolves_for_this_interpreter():
+    import platform
+
+    import torch
+
+    py = ".".join(platform.python_version().split(".")[:2])
+    tv = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    assert exact_by_python({py: 7}) == exact(7)
+    assert exact_by_python({py: 1, f"{py}/{tv}": 2}) == exact(2)  # the pair wins
+    assert exact_by_python({f"{tv}/{py}": 3}) == exact(3)  # either order
+    missing = exact_by_python({"3.99": 1})
+    assert check(1, missing, ["cpu"], tv) == ("unbanded", "no exact value for this Python/torch")

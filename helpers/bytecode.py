@@ -1,0 +1,489 @@
+"""Bytecode, the frame hook, the instruction translator, VariableTrackers and Sources (ch03-ch05).
+
+Every private TorchDynamo access of chapters 3-5 lives here, each behind one small function that
+works on torch 2.11 (Python 3.12, the canonical GPU run) and 2.13 (Python 3.11, CPU), imported
+through ``helpers.inspect.private`` so a moved API raises a CourseError that names it.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import dis
+import functools
+import logging
+import re
+import sys
+from dataclasses import dataclass, field
+
+from .figures import exact_by_python
+from .inspect import private
+
+# ---------------------------------------------------------------- expectations by Python version
+
+
+def python_minor() -> str:
+    """The running Python as "3.12" (bytecode is a property of the Python version) (ch03)."""
+    return f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+by_python = exact_by_python  # bytecode counts depend on the interpreter (ch03)
+
+
+# ---------------------------------------------------------------- code objects and dis
+
+#: Bookkeeping instructions that do no work of the function's own (frame setup, inline caches).
+BOOKKEEPING = ("RESUME", "CACHE", "COPY_FREE_VARS", "MAKE_CELL", "NOP", "EXTENDED_ARG")
+
+
+def instructions(fn_or_code, *, core: bool = True) -> list[tuple[str, str]]:
+    """``(opname, argrepr)`` of each instruction; ``core`` leaves out frame bookkeeping (ch03)."""
+    return [(i.opname, i.argrepr) for i in dis.get_instructions(fn_or_code)
+            if not (core and i.opname in BOOKKEEPING)]
+
+
+def listing(fn_or_code, *, core: bool = True, width: int = 28) -> str:
+    """A compact ``dis`` listing, one instruction a line (ch03)."""
+    return "\n".join(f"{op:<{width}}{arg}" for op, arg in instructions(fn_or_code, core=core))
+
+
+# ---------------------------------------------------------------- the frame hook (PEP 523)
+
+
+def set_eval_frame_binding():
+    """Dynamo's C switch ``torch._C._dynamo.eval_frame.set_eval_frame`` (shown, never called) (ch03)."""
+    return private("torch._C._dynamo.eval_frame.set_eval_frame")
+
+
+def eval_frame_callback():
+    """The Python callback the frame hook calls now (None when no compiled call is running) (ch03)."""
+    return private("torch._C._dynamo.eval_frame.get_eval_frame_callback")()
+
+
+def hook_probe():
+    """A probe ``(call, seen)``: each ``call()`` appends the current callback's type name to ``seen`` (ch03).
+
+    The probe is wrapped in ``torch.compiler.disable(recursive=False)``: Dynamo does not trace it (a
+    graph break at the call), but it runs with the hook still installed, so it sees what a frame sees.
+    """
+    import torch
+
+    seen: list[str] = []
+    current = private("torch._C._dynamo.eval_frame.get_eval_frame_callback")
+
+    def probe():
+        seen.append(type(current()).__name__)
+
+    return torch.compiler.disable(probe, recursive=False), seen
+
+
+def compiled_codes(fn) -> list:
+    """The code objects Dynamo cached for ``fn`` (newest first), read from its cache entries (ch03)."""
+    entries = private("torch._C._dynamo.eval_frame._debug_get_cache_entry_list")(fn.__code__)
+    return [e.code for e in entries]
+
+
+def cache_entry_count(fn) -> int:
+    """How many compiled versions (cache entries) Dynamo holds for ``fn``'s code object (ch05)."""
+    return len(compiled_codes(fn))
+
+
+@dataclass
+class FrameSeen:
+    """One frame the Dynamo callback was offered, and what it decided."""
+
+    name: str
+    file: str
+    decision: str  # "compiled", "skipped: torch internals", "skipped: skipfiles", "skipped: user code"
+
+
+@dataclass
+class FrameLog:
+    """Frames the Dynamo callback saw while ``watch_frames`` was active, in order."""
+
+    frames: list[FrameSeen] = field(default_factory=list)
+
+    def clear(self) -> None:
+        self.frames.clear()
+
+    def count(self, decision: str | None = None) -> int:
+        return sum(1 for f in self.frames if decision is None or f.decision == decision)
+
+    def table(self) -> str:
+        return "\n".join(f"{i:>3}  {f.name:<40} {f.file:<18} {f.decision}" for i, f in enumerate(self.frames, 1))
+
+
+def _short_file(path: str) -> str:
+    parts = path.replace("\\", "/").split("/")
+    if "torch" in parts:
+        return "torch/" + "/".join(parts[len(parts) - 1 - parts[::-1].index("torch") + 1:])[-30:]
+    return parts[-1]
+
+
+@contextlib.contextmanager
+def watch_frames():
+    """Record every frame the Dynamo callback is offered, with its decision (ch03).
+
+    Wraps ``torch._dynamo.convert_frame.CatchErrorsWrapper.__call__``, the Python entry the C frame
+    hook calls when a frame has no usable cache entry. Frames answered in C (a cache hit, or a code
+    object already marked "skip") never reach it, and so are not listed.
+    """
+    wrapper_cls = private("torch._dynamo.convert_frame.CatchErrorsWrapper")
+    is_skipfile = private("torch._dynamo.trace_rules.check")
+    original = wrapper_cls.__call__
+    log = FrameLog()
+
+    @functools.wraps(original)
+    def spy(self, frame, cache_entry, frame_state, *rest, **kw):
+        code = frame.f_code
+        result = original(self, frame, cache_entry, frame_state, *rest, **kw)
+        if getattr(result, "guarded_code", None) is not None or _has_cache_entry(code):
+            decision = "compiled"
+        elif is_skipfile(code):
+            decision = "skipped: torch internals" if "torch" in code.co_filename else "skipped: skipfiles"
+        else:
+            decision = "skipped: user code"
+        log.frames.append(FrameSeen(code.co_name, _short_file(code.co_filename), decision))
+        return result
+
+    wrapper_cls.__call__ = spy
+    try:
+        yield log
+    finally:
+        wrapper_cls.__call__ = original
+
+
+def _has_cache_entry(code) -> bool:
+    return bool(private("torch._C._dynamo.eval_frame._debug_get_cache_entry_list")(code))
+
+
+def compile_inner_seconds() -> list[float]:
+    """Seconds of every ``_compile.compile_inner`` so far in this process, one per frame compile (ch03).
+
+    Read from ``torch._dynamo.utils.compilation_time_metrics`` (what ``compile_times()`` prints).
+    """
+    return list(private("torch._dynamo.utils.compilation_time_metrics").get("_compile.compile_inner", []))
+
+
+# ---------------------------------------------------------------- TORCH_LOGS artifacts, captured
+
+
+class _ListHandler(logging.Handler):
+    def __init__(self, sink: list):
+        super().__init__(logging.DEBUG)
+        self.sink = sink
+
+    def emit(self, record):
+        self.sink.append((record.name.rsplit(".__", 1)[-1], record.getMessage()))
+
+
+@dataclass
+class Logs:
+    """Messages of ``TORCH_LOGS`` artifacts captured in this process, by artifact name."""
+
+    records: list[tuple[str, str]] = field(default_factory=list)
+
+    def lines(self, artifact: str) -> list[str]:
+        """Every line of every message of ``artifact`` (e.g. "trace_bytecode", "guards")."""
+        return [line for name, msg in self.records if name == artifact for line in msg.splitlines()]
+
+    def text(self, artifact: str) -> str:
+        return "\n".join(self.lines(artifact))
+
+
+_ARTIFACT_MODULES = ("torch._dynamo.symbolic_convert", "torch._dynamo.output_graph", "torch._dynamo.guards",
+                     "torch._dynamo.convert_frame", "torch._dynamo.bytecode_transformation")
+
+
+@contextlib.contextmanager
+def capture_logs(*artifacts: str):
+    """Capture ``TORCH_LOGS`` artifacts (``trace_bytecode``, ``graph_code``, ``guards``, ``recompiles``,
+    ``bytecode``) into a ``Logs`` object instead of printing them (ch04).
+
+    Uses ``torch._logging.set_logs`` and a handler on each artifact's logger (``<module>.__<name>``).
+    """
+    import importlib
+
+    for module in _ARTIFACT_MODULES:  # artifact loggers exist once their module is imported
+        try:
+            importlib.import_module(module)
+        except ImportError:  # moved in a newer torch: the check below names what is missing
+            pass
+    set_logs = private("torch._logging.set_logs")
+    logs = Logs()
+    handler = _ListHandler(logs.records)
+    suffixes = tuple(f".__{a}" for a in artifacts)
+    loggers = [logging.getLogger(name) for name in list(logging.Logger.manager.loggerDict)
+               if name.startswith("torch.") and name.endswith(suffixes)]
+    found = {lg.name.rsplit(".__", 1)[-1] for lg in loggers}
+    missing = set(artifacts) - found
+    if missing:
+        from .env import CourseError
+
+        raise CourseError(f"no torch logger for the artifact(s) {sorted(missing)}: torch renamed them?")
+    saved = [(lg, lg.propagate) for lg in loggers]
+    set_logs(**{a: True for a in artifacts})
+    for lg in loggers:
+        lg.addHandler(handler)
+        lg.propagate = False  # keep them off stderr: the notebook prints what it discusses
+    try:
+        yield logs
+    finally:
+        for lg, propagate in saved:
+            lg.removeHandler(handler)
+            lg.propagate = propagate
+        set_logs()
+
+
+# ---------------------------------------------------------------- the instruction translator
+
+
+@dataclass
+class Step:
+    """One instruction the translator executed: opcode, argument, and the symbolic stack before it."""
+
+    opname: str
+    arg: str
+    stack: list[str]
+
+    def __str__(self) -> str:
+        return f"{self.opname:<15} {self.arg:<10} [{', '.join(self.stack)}]"
+
+
+_TRACE = re.compile(r"^TRACE (\S+) (.*?) \[(.*)\]$")
+
+
+def split_top(text: str) -> list[str]:
+    """Split a comma-separated list at top level (commas inside (), [], {}, <> do not count) (ch04)."""
+    items, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth -= 1
+        if ch == "," and depth == 0:
+            items.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        items.append("".join(cur).strip())
+    return items
+
+
+def parse_trace(lines: list[str]) -> list[Step]:
+    """Parse ``trace_bytecode`` lines (``TRACE OP ARG [stack]``) into Steps (ch04)."""
+    steps = []
+    for line in lines:
+        m = _TRACE.match(line.strip())
+        if m:
+            steps.append(Step(m.group(1), m.group(2), split_top(m.group(3))))
+    return steps
+
+
+def short_vt(text: str) -> str:
+    """A VariableTracker repr without addresses and long details: ``TorchInGraphFunctionVariable(sin)`` (ch04)."""
+    text = re.sub(r"^LazyVariableTracker\(realized: (.*)\)$", r"\1", text.strip())  # used: show what it became
+    text = re.sub(r"unrealized: <class '([\w.]+)'>", lambda m: "unrealized: " + m.group(1).split(".")[-1], text)
+    text = re.sub(r"<built-in method (\w+) of [^>]*>", r"\1", text)
+    text = re.sub(r", kind=[\w.]+", "", text)
+    return re.sub(r" at 0x[0-9a-f]+", "", text)
+
+
+@dataclass
+class Trace:
+    """What the translator did for one compile: its steps (all frames, inlined ones included) and graphs."""
+
+    steps: list[Step]
+    graphs: list  # torch.fx.GraphModule, in compile order
+    log: Logs
+
+    def call_nodes(self, i: int = 0) -> list:
+        """The ``call_*`` nodes of graph ``i`` (operations; placeholders and output left out)."""
+        return [n for n in self.graphs[i].graph.nodes if n.op.startswith("call")]
+
+
+def trace(fn, *args, artifacts: tuple[str, ...] = (), **kwargs) -> Trace:
+    """Compile ``fn`` with a recording backend while capturing ``trace_bytecode`` (ch04)."""
+    import torch
+
+    from .inspect import clear_compile_state
+
+    clear_compile_state()
+    graphs: list = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    with capture_logs("trace_bytecode", *artifacts) as logs:
+        torch.compile(fn, backend=backend)(*args, **kwargs)
+    return Trace(parse_trace(logs.lines("trace_bytecode")), graphs, logs)
+
+
+@dataclass
+class DispatchCensus:
+    """The translator's opcode → handler table, counted."""
+
+    slots: int  # length of the table (one slot per possible opcode byte)
+    filled: int  # slots for opcodes this Python has
+    handlers: list[str]  # opcodes with a real handler method
+    placeholders: list[str]  # opcodes mapped to the "Missing bytecode handler" graph break
+    python_opcodes: int  # real opcodes in dis.opmap (< 256)
+    pseudo_opcodes: int  # compiler pseudo-ops in dis.opmap (>= 256)
+    owner: dict[str, str]  # opname → qualified name of its handler, for every handled opcode
+    metaclass: str  # the metaclass that builds the table (its name changed between releases)
+
+
+def dispatch_census() -> DispatchCensus:
+    """Count ``InstructionTranslator.dispatch_table``: real handlers vs "missing handler" placeholders (ch04)."""
+    translator = private("torch._dynamo.symbolic_convert.InstructionTranslator")
+    table = translator.dispatch_table
+    opname = {v: k for k, v in dis.opmap.items()}
+    handlers, placeholders, owner = [], [], {}
+    for op, entry in enumerate(table):
+        if entry is None:
+            continue
+        name = opname.get(op, f"<{op}>")
+        if isinstance(entry, functools.partial) and getattr(entry.func, "__name__", "") == "_missing":
+            placeholders.append(name)
+        else:
+            handlers.append(name)
+            owner[name] = getattr(entry, "__qualname__", type(entry).__name__)
+    census = DispatchCensus(len(table), sum(e is not None for e in table), sorted(handlers), sorted(placeholders),
+                            sum(v < 256 for v in dis.opmap.values()), sum(v >= 256 for v in dis.opmap.values()),
+                            owner, type(translator).__name__)
+    return census
+
+
+#: What the handler table's families are called in the chapter's chart, by opcode name prefix.
+FAMILIES = [("load", ("LOAD_",)), ("store / delete", ("STORE_", "DELETE_")),
+            ("call / return", ("CALL", "PRECALL", "PUSH_NULL", "KW_NAMES", "RETURN_", "MAKE_FUNCTION")),
+            ("stack", ("POP_TOP", "COPY", "SWAP", "ROT_", "DUP_", "NOP", "RESUME", "CACHE", "EXTENDED_ARG")),
+            ("jump / loop", ("JUMP", "POP_JUMP", "FOR_ITER", "END_FOR", "GET_ITER")),
+            ("build / unpack", ("BUILD_", "UNPACK_", "LIST_", "SET_", "DICT_", "MAP_")),
+            ("arithmetic / compare", ("BINARY_", "UNARY_", "COMPARE_", "IS_OP", "CONTAINS_OP", "STORE_SUBSCR")),
+            ("instrumented", ("INSTRUMENTED_",)),
+            ("exceptions / with / match / import", ("RAISE", "RERAISE", "PUSH_EXC", "POP_EXCEPT", "CHECK_E", "WITH_",
+                                                     "BEFORE_WITH", "MATCH_", "IMPORT_", "PREP_RERAISE", "CLEANUP_THROW")),
+            ("async / generator", ("ASYNC", "GET_A", "SEND", "YIELD", "END_ASYNC", "BEFORE_ASYNC", "GET_YIELD",
+                                   "RETURN_GENERATOR", "GEN_"))]
+
+
+def family(opname: str) -> str:
+    """The family of an opcode for the coverage chart (first matching prefix; "other" if none) (ch04)."""
+    for name, prefixes in FAMILIES:
+        if opname.startswith(prefixes):
+            return name
+    return "other"
+
+
+# ---------------------------------------------------------------- guards, recompiles, sources
+
+
+@dataclass
+class GuardTree:
+    """The guard tree Dynamo printed for one compiled frame (the ``guards`` artifact)."""
+
+    text: str
+
+    @property
+    def leaves(self) -> list[tuple[str, str]]:
+        """``(kind, check)`` for every leaf guard (``+- EQUALS_MATCH: L['n'] == 3``)."""
+        out = []
+        for line in self.text.splitlines():
+            m = re.search(r"\+- ([A-Z][A-Z_]+)(?::\s*(.*?))?\s*(?:#.*)?$", line)
+            if m:
+                out.append((m.group(1), (m.group(2) or "").strip()))
+        return out
+
+    def kinds(self) -> collections.Counter:
+        return collections.Counter(kind for kind, _ in self.leaves)
+
+    def checks(self, kind: str) -> list[str]:
+        return [check for k, check in self.leaves if k == kind]
+
+    @property
+    def latency_us(self) -> float | None:
+        """The "Guard eval latency = … us" Dynamo measured for this tree, if it printed one."""
+        m = re.search(r"Guard eval latency = ([\d.]+) us", self.text)
+        return float(m.group(1)) if m else None
+
+
+def guard_trees(fn, *args, dynamic=None, **kwargs) -> list[GuardTree]:
+    """Compile ``fn`` (backend "eager") and return the guard tree of each compiled frame (ch05)."""
+    import torch
+
+    from .inspect import clear_compile_state
+
+    clear_compile_state()
+    with capture_logs("guards") as logs:
+        torch.compile(fn, backend="eager", dynamic=dynamic)(*args, **kwargs)
+    return _split_trees(logs)
+
+
+def _split_trees(logs: Logs) -> list[GuardTree]:
+    trees: list[str] = []
+    for name, msg in logs.records:
+        if name != "guards":
+            continue
+        if "TREE_GUARD_MANAGER" in msg:
+            trees.append(msg)
+        elif "Guard eval latency" in msg and trees:  # printed as its own message after the tree
+            trees[-1] += "\n" + msg
+    return [GuardTree(t) for t in trees]
+
+
+def recompile_reasons(logs: Logs) -> list[list[str]]:
+    """For each recompile in a captured ``recompiles`` log, the failed guards (``0/0: n == 3``) (ch05)."""
+    out = []
+    for name, msg in logs.records:
+        if name != "recompiles" or "Recompiling" not in msg:
+            continue
+        out.append([re.sub(r"\s+#.*$", "", m.group(1)).strip()
+                     for m in re.finditer(r"^\s*- (\d+/\d+: .*)$", msg, re.M)])
+    return out
+
+
+class RecordingBackend:
+    """A backend that records every graph it is given and runs it unchanged (public API only) (ch05)."""
+
+    def __init__(self):
+        self.graphs: list = []
+
+    def __call__(self, gm, example_inputs):
+        self.graphs.append(gm)
+        return gm.forward
+
+    @property
+    def compiles(self) -> int:
+        return len(self.graphs)
+
+    def inputs(self, i: int = -1) -> list[str]:
+        """Placeholder (graph input) names of graph ``i``."""
+        return [n.name for n in self.graphs[i].graph.nodes if n.op == "placeholder"]
+
+
+def source_name(source) -> str:
+    """The guard-language name of a Source (``L['x']``); ``name`` is a method or a property by version (ch05)."""
+    name = source.name
+    return name() if callable(name) else name
+
+
+def local_source(name: str):
+    """``LocalSource(name)``: a local variable of the frame, printed ``L['name']`` (ch05)."""
+    return private("torch._dynamo.source.LocalSource")(name)
+
+
+def global_source(name: str):
+    """``GlobalSource(name)``: a global of the frame's module, printed ``G['name']`` (ch05)."""
+    return private("torch._dynamo.source.GlobalSource")(name)
+
+
+def attr_source(base, attr: str):
+    """``AttrSource(base, attr)``: ``base.attr`` (ch05)."""
+    return private("torch._dynamo.source.AttrSource")(base, attr)
+
+
+def item_source(base, index):
+    """``GetItemSource(base, index)``: ``base[index]`` (ch05)."""
+    return private("torch._dynamo.source.GetItemSource")(base, index)

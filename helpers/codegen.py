@@ -1,0 +1,319 @@
+"""Look at the bytecode Dynamo writes: original vs rewritten code objects, roles, jumps (ch09).
+
+Every private torch access of chapter 9 goes through ``helpers.inspect.private`` in this module:
+``torch._dynamo.convert_frame.register_bytecode_hook``, ``torch._dynamo.config`` (the profiler-marker
+flag ``record_runtime_overhead``) and ``torch._dynamo.bytecode_transformation``. Everything works on
+torch 2.11 and 2.13; bytecode itself depends on the CPython version, which is why expectations for
+instruction counts are keyed by interpreter (``expect_by_interpreter``).
+"""
+from __future__ import annotations
+
+import contextlib
+import dis
+import sys
+import types
+from dataclasses import dataclass, field
+
+from .figures import exact_by_python
+from .inspect import clear_compile_state, private
+
+# ---------------------------------------------------------------- expectations per interpreter
+
+
+def python_minor() -> str:
+    """The running CPython as "3.11", "3.12", ... (ch09)."""
+    return f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+expect_by_interpreter = exact_by_python  # instruction counts depend on the interpreter (ch09)
+
+
+# ---------------------------------------------------------------- instructions
+
+
+@dataclass(frozen=True)
+class Ins:
+    """One bytecode instruction as ``dis`` shows it (cache entries left out)."""
+
+    offset: int
+    opname: str
+    argval: object
+    argrepr: str
+    arg: int | None = None
+
+    def __str__(self) -> str:
+        shown = self.argrepr
+        if not shown and self.arg is not None and self.opname.startswith(("BUILD_", "UNPACK_", "SWAP", "COPY")):
+            shown = str(self.arg)
+        return f"{self.offset:4d} {self.opname:<22} {shown}".rstrip()
+
+
+def instructions(code) -> list[Ins]:
+    """The instructions of a code object or function, as ``dis.get_instructions`` lists them (ch09)."""
+    code = getattr(code, "__code__", code)
+    return [Ins(i.offset, i.opname, i.argval, _short(i.argrepr), i.arg) for i in dis.get_instructions(code)]
+
+
+def _short(argrepr: str) -> str:
+    """Shorten Dynamo's long generated names (``__compiled_fn_1_<uuid>`` → ``__compiled_fn_1_…``)."""
+    import re
+
+    return re.sub(r"(__compiled_fn_\d+)_[0-9a-f_]{20,}", r"\1_…", argrepr)
+
+
+def listing(code, *, start: int = 0, stop: int | None = None) -> str:
+    """A numbered, trimmed ``dis`` listing of ``code`` (instructions ``start:stop``) (ch09)."""
+    ins = instructions(code)
+    shown = ins[start:stop]
+    lines = [str(i) for i in shown]
+    if start > 0:
+        lines.insert(0, f"     … {start} instructions above not shown")
+    if stop is not None and stop < len(ins):
+        lines.append(f"     … {len(ins) - stop} more instructions not shown")
+    return "\n".join(lines)
+
+
+def side_by_side(left, right, titles=("original", "rewritten"), width: int = 44) -> str:
+    """Two ``dis`` listings in columns, left and right (ch09)."""
+    a = [str(i) for i in instructions(left)]
+    b = [str(i) for i in instructions(right)]
+    rows = [f"{titles[0]:<{width}}  {titles[1]}", f"{'-' * (width - 2):<{width}}  {'-' * (width - 2)}"]
+    for k in range(max(len(a), len(b))):
+        left_text = a[k] if k < len(a) else ""
+        right_text = b[k] if k < len(b) else ""
+        rows.append(f"{left_text[:width]:<{width}}  {right_text}")
+    return "\n".join(rows)
+
+
+# ---------------------------------------------------------------- capturing the rewritten code
+
+
+@dataclass
+class Rewrite:
+    """One frame Dynamo converted: the code CPython had, and the code Dynamo gave it instead."""
+
+    name: str
+    original: types.CodeType
+    modified: types.CodeType
+
+    @property
+    def sizes(self) -> tuple[int, int]:
+        return len(instructions(self.original)), len(instructions(self.modified))
+
+
+@dataclass
+class Rewrites:
+    """Every frame converted while running one compiled call, in order."""
+
+    frames: list[Rewrite] = field(default_factory=list)
+
+    def __getitem__(self, i: int) -> Rewrite:
+        return self.frames[i]
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+    @property
+    def names(self) -> list[str]:
+        return [r.name for r in self.frames]
+
+
+def has_marker_flag() -> bool:
+    """Whether this torch can switch off the profiler markers around graph inputs (ch09)."""
+    return hasattr(private("torch._dynamo.config"), "record_runtime_overhead")
+
+
+@contextlib.contextmanager
+def _markers(enabled: bool):
+    config = private("torch._dynamo.config")
+    if enabled or not hasattr(config, "record_runtime_overhead"):
+        yield
+        return
+    with config.patch(record_runtime_overhead=False):
+        yield
+
+
+def capture_rewrites(fn, *args, backend="eager", markers: bool = True, **compile_kwargs):
+    """Compile ``fn``, call it once, and return ``(result, Rewrites)`` with every converted frame (ch09).
+
+    Uses Dynamo's bytecode hook (``torch._dynamo.convert_frame.register_bytecode_hook``), which sees
+    the original and the new code object of each frame Dynamo converts. ``markers=False`` compiles
+    without the profiler markers (``config.record_runtime_overhead``) that recent torch wraps around
+    the graph inputs, leaving the core of the rewritten code.
+    """
+    import torch
+
+    register = private("torch._dynamo.convert_frame.register_bytecode_hook")
+    clear_compile_state()
+    seen = Rewrites()
+
+    def hook(old, new):
+        seen.frames.append(Rewrite(old.co_name, old, new))
+
+    handle = register(hook)
+    try:
+        with _markers(markers):
+            result = torch.compile(fn, backend=backend, **compile_kwargs)(*args)
+    finally:
+        handle.remove()
+    return result, seen
+
+
+def compiled_fn_names(namespace: dict) -> list[str]:
+    """Names of the compiled-graph globals Dynamo installed in ``namespace`` (ch09)."""
+    return sorted((k for k in namespace if k.startswith("__compiled_fn")),
+                  key=lambda k: int(k.split("_")[4]) if k.split("_")[4].isdigit() else 0)
+
+
+# ---------------------------------------------------------------- what each instruction is for
+
+ROLES = ("prologue", "load graph", "push inputs", "call graph", "unpack outputs",
+         "rebuild values", "frame-state lists", "return")
+_BOOKKEEPING = {"BUILD_LIST", "LIST_EXTEND", "SWAP", "POP_TOP", "COPY"}
+
+
+def roles(code) -> list[tuple[Ins, str]]:
+    """Label each instruction of a rewritten code object (no graph break) with its job (ch09).
+
+    The jobs, in the order they appear: prologue, load graph (the ``__compiled_fn`` global), push
+    inputs, call graph, unpack outputs (``graph_out_0[i]``), rebuild values (sources, constants,
+    containers, side-effect replay), frame-state lists (the stack/locals lists recent torch builds
+    for nested graph breaks) and return. A heuristic for the simple functions of chapter 9.
+    """
+    ins = instructions(code)
+    out: list[tuple[Ins, str]] = []
+    called = False
+    for k, i in enumerate(ins):
+        prev = ins[k - 1] if k >= 1 else None
+        prev2 = ins[k - 2] if k >= 2 else None
+        if i.opname in ("RESUME", "COPY_FREE_VARS", "MAKE_CELL", "NOP"):
+            role = "prologue"
+        elif i.opname == "LOAD_GLOBAL" and str(i.argval).startswith("__compiled_fn"):
+            role = "load graph"
+        elif not called:
+            if i.opname in ("PRECALL", "CALL", "CALL_FUNCTION", "CALL_FUNCTION_EX"):
+                role = "call graph"
+                called = i.opname != "PRECALL"
+            else:
+                role = "push inputs"
+        elif str(i.argval).startswith("graph_out"):
+            role = "unpack outputs"
+        elif prev and str(prev.argval).startswith("graph_out") and prev.opname == "LOAD_FAST":
+            role = "unpack outputs"
+        elif (i.opname == "BINARY_SUBSCR" and prev2 is not None and prev2.opname == "LOAD_FAST"
+              and str(prev2.argval).startswith("graph_out")):
+            role = "unpack outputs"
+        elif i.opname in ("RETURN_VALUE", "RETURN_CONST"):
+            role = "return"
+        elif i.opname in _BOOKKEEPING:
+            role = "frame-state lists"
+        else:
+            role = "rebuild values"
+        out.append((i, role))
+    return out
+
+
+def role_counts(code) -> dict[str, int]:
+    """How many instructions of ``code`` do each job of ``roles`` (every role present, maybe 0) (ch09)."""
+    counts = dict.fromkeys(ROLES, 0)
+    for _, role in roles(code):
+        counts[role] += 1
+    return counts
+
+
+def role_listing(code) -> str:
+    """A ``dis`` listing with each instruction's job in a right-hand column (ch09)."""
+    return "\n".join(f"{str(i):<60} {role}" for i, role in roles(code))
+
+
+# ---------------------------------------------------------------- bytecode_transformation
+
+
+@dataclass(frozen=True)
+class Jump:
+    """A jump in Dynamo's editable instruction list: where it is and which instruction it targets."""
+
+    index: int
+    opname: str
+    target_index: int
+    target_opname: str
+    target_offset: int | None
+
+
+def cleaned(fn) -> list:
+    """Dynamo's editable ``Instruction`` objects for ``fn`` (``bytecode_transformation.cleaned_instructions``) (ch09)."""
+    code = getattr(fn, "__code__", fn)
+    return list(private("torch._dynamo.bytecode_transformation.cleaned_instructions")(code))
+
+
+def cleaned_listing(fn) -> str:
+    """One line per ``Instruction`` object, showing jumps as references to their target instruction (ch09)."""
+    ins = cleaned(fn)
+    lines = []
+    for k, i in enumerate(ins):
+        arg = "" if i.argval is None and i.opname.startswith(("RESUME", "RETURN")) else repr(i.argval)
+        if getattr(i, "target", None) is not None:
+            t = i.target
+            arg = f"→ the {t.opname} instruction object (at original offset {t.offset})"
+        lines.append(f"{k:2d} {i.opname:<26} {arg}")
+    return "\n".join(lines)
+
+
+def jumps(fn) -> list[Jump]:
+    """The jumps of ``fn`` in Dynamo's instruction list, each with its target instruction (ch09)."""
+    ins = cleaned(fn)
+    index = {id(i): k for k, i in enumerate(ins)}
+    out = []
+    for k, i in enumerate(ins):
+        t = getattr(i, "target", None)
+        if t is not None:
+            out.append(Jump(k, i.opname, index[id(t)], t.opname, t.offset))
+    return out
+
+
+def insert_nops(fn, count: int) -> types.CodeType:
+    """Round-trip ``fn``'s code through ``transform_code_object``, inserting ``count`` NOPs after RESUME (ch09).
+
+    The jumps are re-resolved at assembly, so their targets move with the code.
+    """
+    transform = private("torch._dynamo.bytecode_transformation.transform_code_object")
+    create = private("torch._dynamo.bytecode_transformation.create_instruction")
+
+    def edit(ins, code_options):
+        at = next((k + 1 for k, i in enumerate(ins) if i.opname == "RESUME"), 0)
+        for _ in range(count):
+            ins.insert(at, create("NOP"))
+
+    out = transform(getattr(fn, "__code__", fn), edit)
+    return out[0] if isinstance(out, tuple) else out
+
+
+def first_jump_target(code) -> int:
+    """Byte offset that the first jump of ``code`` lands on, as ``dis`` resolves it (ch09)."""
+    for i in dis.get_instructions(getattr(code, "__code__", code)):
+        if i.opcode in dis.hasjrel or i.opcode in dis.hasjabs:
+            return int(i.argval)
+    raise ValueError("no jump in this code object")
+
+
+# ---------------------------------------------------------------- synthetic functions for the size sweep
+
+
+def synthetic(n_inputs: int, n_outputs: int):
+    """A function of ``n_inputs`` tensors returning ``n_outputs`` tensors computed from their sum (ch09)."""
+    args = ", ".join(f"x{i}" for i in range(n_inputs))
+    total = " + ".join(f"x{i}" for i in range(n_inputs))
+    outs = ", ".join(f"s * {k + 1}" for k in range(n_outputs))
+    src = f"def fn({args}):\n    s = {total}\n    return ({outs},)\n"
+    namespace: dict = {}
+    exec(compile(src, f"<synthetic {n_inputs} in, {n_outputs} out>", "exec"), namespace)
+    fn = namespace["fn"]
+    fn.source = src
+    return fn
+
+
+def graph_outputs(gm) -> list:
+    """The values an FX graph returns (the arguments of its output node), as a flat list (ch09)."""
+    node = next(n for n in gm.graph.nodes if n.op == "output")
+    out = node.args[0]
+    return list(out) if isinstance(out, (list, tuple)) else [out]

@@ -1,0 +1,235 @@
+"""Symbolic shapes: follow recompiles call by call, read shape guards, mark dimensions dynamic (ch11).
+
+Every private torch access of chapter 11 goes through ``helpers.inspect.private`` here (or through
+``helpers.breaks``): ``torch._dynamo.mark_dynamic`` / ``maybe_mark_dynamic``, ``torch._dynamo.config``
+(``assume_static_by_default``, ``automatic_dynamic_shapes``, ``recompile_limit``), the frame counters
+and the ``recompiles`` / ``guards`` logging artifacts. All exist on torch 2.11 and 2.13.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+
+from .breaks import capture_logs, dynamo_setting, reset_counters
+from .inspect import private
+
+# ---------------------------------------------------------------- marking dimensions
+
+
+def mark_dynamic(t, dim: int, *, min: int | None = None, max: int | None = None):
+    """``torch._dynamo.mark_dynamic``: insist that ``t``'s dimension ``dim`` stays symbolic (ch11).
+
+    Compiling code that would specialise it raises ``ConstraintViolationError``; ``min``/``max``
+    declare a range the compiled code must accept.
+    """
+    kwargs = {k: v for k, v in (("min", min), ("max", max)) if v is not None}
+    private("torch._dynamo.mark_dynamic")(t, dim, **kwargs)
+    return t
+
+
+def maybe_mark_dynamic(t, dim: int):
+    """``torch._dynamo.maybe_mark_dynamic``: a hint to start ``dim`` symbolic, without the error (ch11)."""
+    private("torch._dynamo.maybe_mark_dynamic")(t, dim)
+    return t
+
+
+def shape_policy() -> dict:
+    """Dynamo's defaults that decide static vs symbolic sizes, and the recompile limit (ch11)."""
+    limit = "recompile_limit" if hasattr(private("torch._dynamo.config"), "recompile_limit") else "cache_size_limit"
+    return {"assume_static_by_default": dynamo_setting("assume_static_by_default"),
+            "automatic_dynamic_shapes": dynamo_setting("automatic_dynamic_shapes"),
+            "recompile_limit": dynamo_setting(limit)}
+
+
+# ---------------------------------------------------------------- following calls
+
+
+@dataclass
+class Call:
+    """One call of a compiled function: its batch size, whether it compiled, and why."""
+
+    size: int
+    compiled: bool
+    reasons: list[str] = field(default_factory=list)
+    error: str | None = None  # the exception's class name, if the call raised
+
+
+def _reasons(messages: list[str]) -> list[str]:
+    out = []
+    for m in messages:
+        for line in m.splitlines():
+            line = line.strip()
+            if line.startswith("- ") and ":" in line:
+                out.append(line[2:].split("  #")[0].strip())
+    return out
+
+
+def follow_calls(fn, sizes, make_args, *, dynamic=None, mark=None, backend="eager") -> list[Call]:
+    """Compile ``fn`` once and call it with ``make_args(size)`` for each size; record compiles and reasons (ch11).
+
+    ``dynamic`` is passed to ``torch.compile``; ``mark(args)`` (optional) runs on each call's arguments
+    first (e.g. to ``mark_dynamic`` them). A call "compiled" if Dynamo converted a frame during it; a call
+    that raised records the exception's class name in ``error`` and the run goes on.
+    """
+    import torch
+
+    register = private("torch._dynamo.convert_frame.register_bytecode_hook")
+    reset_counters()
+    compiled = torch.compile(fn, backend=backend, dynamic=dynamic)
+    converted: list[str] = []
+    handle = register(lambda old, new: converted.append(old.co_name))
+    calls = []
+    try:
+        with capture_logs("recompiles") as logs, _quiet_limit():
+            for size in sizes:
+                args = make_args(size)
+                if mark is not None:
+                    mark(args)
+                before, seen = len(converted), len(logs.records)
+                try:
+                    compiled(*args)
+                    error = None
+                except Exception as exc:  # e.g. ConstraintViolationError under mark_dynamic: recorded, shown
+                    error = type(exc).__name__
+                calls.append(Call(size, len(converted) > before, _reasons([m for _, m in logs.records[seen:]]), error))
+    finally:
+        handle.remove()
+    return calls
+
+
+class _quiet_limit:
+    """Mute Dynamo's 'hit config.recompile_limit' warning while following calls (the chapter reports it)."""
+
+    def __enter__(self):
+        self._logger = logging.getLogger("torch._dynamo")
+        self._level = self._logger.level
+        self._logger.setLevel(logging.ERROR)
+        return self
+
+    def __exit__(self, *exc):
+        self._logger.setLevel(self._level)
+        return False
+
+
+def compiles(calls: list[Call]) -> int:
+    """How many of the calls compiled (ch11)."""
+    return sum(c.compiled for c in calls)
+
+
+# ---------------------------------------------------------------- guards
+
+
+@dataclass
+class GuardLog:
+    """The ``guards`` log of one or more compiles: the printed guard trees and latencies."""
+
+    lines: list[str]
+
+    @property
+    def latencies_us(self) -> list[float]:
+        """``Guard eval latency = X us`` values, one per compile, in order."""
+        return [float(m.group(1)) for line in self.lines
+                if (m := re.search(r"Guard eval latency = ([\d.]+) us", line))]
+
+    def tensor_match(self, name: str = "x") -> list[str]:
+        """The TENSOR_MATCH guards of local ``name``, trimmed to dtype, size and stride."""
+        out = []
+        for line in self.lines:
+            if "TENSOR_MATCH" in line and f"L['{name}']" in line:
+                m = re.search(r"(torch\.\w+).*?(size=\[[^\]]*\]), (stride=\[[^\]]*\])", line)
+                out.append(f"TENSOR_MATCH L['{name}']: " + (", ".join(m.groups()) if m else line.strip()))
+        return out
+
+    def shape_guards(self) -> list[str]:
+        """The symbolic-shape guards (``LAMBDA_GUARD`` lines that mention a size or stride), comments cut."""
+        out = []
+        for line in self.lines:
+            if "LAMBDA_GUARD" in line and (".size()" in line or ".stride()" in line):
+                out.append(line.split("LAMBDA_GUARD:", 1)[1].split("  #")[0].strip())
+        return out
+
+    def mentions(self, text: str) -> bool:
+        return any(text in line for line in self.lines)
+
+
+def guard_log(fn, *arg_lists, dynamic=None, backend="eager") -> list[GuardLog]:
+    """Compile ``fn`` and call it with each argument tuple; return one ``GuardLog`` per call (ch11)."""
+    import torch
+
+    reset_counters()
+    compiled = torch.compile(fn, backend=backend, dynamic=dynamic)
+    out = []
+    with capture_logs("guards", "recompiles") as logs:
+        for args in arg_lists:
+            seen = len(logs.records)
+            compiled(*args)
+            out.append(GuardLog([line for _, m in logs.records[seen:] for line in m.splitlines()]))
+    return out
+
+
+def guard_range(reason: str) -> tuple[int | None, int | None]:
+    """``(low, high)`` of a guard such as ``2 <= x.size()[0] <= 10`` (None where a side is open) (ch11)."""
+    text = reason.split("#")[0]
+    lo = re.search(r"(-?\d+)\s*<=\s*[A-Za-z_L]", text)
+    hi = re.search(r"\]\s*<=\s*(-?\d+)", text)
+    return (int(lo.group(1)) if lo else None, int(hi.group(1)) if hi else None)
+
+
+# ---------------------------------------------------------------- errors and symbols
+
+
+def compile_error(fn, *args, backend="eager", **compile_kwargs):
+    """Compile and call ``fn``; return the exception it raised, or None. Dynamo's own error log is muted (ch11)."""
+    import torch
+
+    reset_counters()
+    guards_logger = logging.getLogger("torch._guards")
+    level = guards_logger.level
+    guards_logger.setLevel(logging.CRITICAL + 1)
+    try:
+        torch.compile(fn, backend=backend, **compile_kwargs)(*args)
+        return None
+    except Exception as exc:  # the chapter shows the exception, whatever its class
+        return exc
+    finally:
+        guards_logger.setLevel(level)
+
+
+def symbolic_inputs(gm) -> list[str]:
+    """Placeholders of an FX graph that are symbolic integers (``Sym(s…)``), in order (ch11)."""
+    import torch
+
+    return [n.name for n in gm.graph.nodes
+            if n.op == "placeholder" and isinstance(n.meta.get("example_value"), torch.SymInt)]
+
+
+def node_types(gm) -> list[tuple[str, str]]:
+    """``(node name, type)`` for each node, where the type is what ``print_readable`` annotates (ch11)."""
+    import torch
+
+    out = []
+    for n in gm.graph.nodes:
+        v = n.meta.get("example_value")
+        if isinstance(v, torch.Tensor):
+            text = f"{str(v.dtype).replace('torch.', '')}{list(v.shape)}"
+        elif isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            text = f"Sym({v})"
+        elif v is None:
+            continue
+        else:
+            text = type(v).__name__
+        out.append((n.name, text))
+    return out
+
+
+def unbacked_symbols(gm) -> list[str]:
+    """Names of unbacked symbols (``u0``, ``zuf0`` …: values known only at run time) in an FX graph (ch11)."""
+    import torch
+
+    names = set()
+    for n in gm.graph.nodes:
+        v = n.meta.get("example_value")
+        if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            names |= {str(s) for s in v.node.expr.free_symbols if re.fullmatch(r"(u|zuf|zuh)\d+", str(s))}
+    return sorted(names)

@@ -1,0 +1,157 @@
+"""Unit tests of helpers/capture.py (chapters 7 and 8)."""
+import dis
+
+import pytest
+import torch
+
+from helpers import capture as hc
+from helpers.inspect import clear_compile_state
+
+
+class Box:
+    pass
+
+
+def helper(t):
+    return t.cos()
+
+
+def uses_helper(x):
+    return helper(x) + 1
+
+
+def test_graph_recorder_counts_graphs_and_runs():
+    clear_compile_state()
+    rec = hc.GraphRecorder()
+    cf = torch.compile(uses_helper, backend=rec)
+    x = torch.randn(3)
+    for _ in range(3):
+        assert torch.allclose(cf(x), uses_helper(x))
+    assert rec.compiles == 1 and rec.runs == 3
+    assert rec.placeholders() == ["L_x_"]
+    assert rec.op_nodes() == ["cos", "add"]
+    assert [t for t, _ in rec.call_targets()][1].__name__ == "add"
+    assert rec.source_functions() == ["helper", "uses_helper"]
+    assert "cos" in rec.code() and "def forward" in rec.code()
+    short, full = rec.readable(), rec.readable(short_paths=False)
+    assert "# File: test_capture.py:" in short and "/tests/test_capture.py" in full
+    rec.reset()
+    assert rec.compiles == 0 and rec.runs == 0
+
+
+def test_transformed_code_and_replay_of_an_attribute_write():
+    clear_compile_state()
+
+    def g(x, obj):
+        obj.k = 1
+        obj.k = 2
+        return x + obj.k
+
+    box = Box()
+    torch.compile(g, backend="eager")(torch.randn(2), box)
+    assert box.k == 2
+    code = hc.transformed_code(g)
+    assert code is not g.__code__ and code.co_name == g.__code__.co_name
+    replay = hc.replay_instructions(code)
+    assert replay and len(replay) < len(list(dis.get_instructions(code)))
+    assert hc.attribute_writes(code, "k") == 1
+    assert hc.attribute_writes(code, "nope") == 0
+    assert hc.mentions(code, "k") and not hc.mentions(code, "append")
+    assert hc.attribute_setter(code, "k") in ("object_setattr_ignore_descriptor", "object.__setattr__", "STORE_ATTR")
+    assert hc.attribute_setter(code, "nope") == "none"
+
+    def plain_store(o):
+        o.k = 1
+    assert hc.attribute_setter(plain_store.__code__, "k") == "STORE_ATTR"
+    listing = hc.show_instructions(replay, width=30)
+    assert all(len(line) <= 30 for line in listing.splitlines())
+    assert "'k'" in hc.show_instructions(replay)
+
+
+def test_transformed_code_needs_a_compiled_call():
+    clear_compile_state()
+
+    def never(x):
+        return x
+
+    with pytest.raises(ValueError, match="no cache entry"):
+        hc.transformed_code(never)
+
+
+def test_replay_instructions_without_graph_outputs_returns_everything():
+    def plain(a):
+        return a + 1
+    assert hc.replay_instructions(plain.__code__) == list(dis.get_instructions(plain.__code__))
+
+
+def test_show_instructions_hides_compiled_fn_names():
+    def k(x):
+        return x * 5
+    clear_compile_state()
+    torch.compile(k, backend="eager")(torch.randn(2))
+    text = hc.show_instructions(dis.get_instructions(hc.transformed_code(k)))
+    assert "'__compiled_fn_…'" in text and "__compiled_fn_1" not in text
+
+
+def test_opnames_compare_shapes_of_code():
+    def a(x):
+        return x + 1
+
+    def b(y):
+        return y + 2
+
+    def c(x):
+        return x.sum() + 1
+    assert hc.opnames(a.__code__) == hc.opnames(b.__code__)
+    assert hc.opnames(a.__code__) != hc.opnames(c.__code__)
+
+
+def test_compiled_fn_names_filters_and_sorts():
+    ns = {"__compiled_fn_3_x": 1, "__compiled_fn_1_y": 2, "other": 3}
+    assert hc.compiled_fn_names(ns) == ["__compiled_fn_1_y", "__compiled_fn_3_x"]
+    before = set(hc.compiled_fn_names(globals()))
+
+    def fresh(x):
+        return x - 3
+    clear_compile_state()
+    torch.compile(fresh, backend="eager")(torch.randn(2))
+    assert len(set(hc.compiled_fn_names(globals())) - before) == 1
+
+
+def test_watch_pruning_sees_a_shape_only_input_removed_and_restores():
+    cls = hc.private("torch._dynamo.output_graph.OutputGraph")
+    original = cls.remove_unused_graphargs
+
+    def shape_only(x, other):
+        return x * other.shape[0]
+    clear_compile_state()
+    with hc.watch_pruning() as records:
+        torch.compile(shape_only, backend="eager")(torch.randn(2), torch.randn(5))
+    assert cls.remove_unused_graphargs is original
+    (rec,) = records
+    assert set(rec.before) == {"L_x_", "L_other_"} and rec.after == ["L_x_"] and rec.pruned == ["L_other_"]
+
+
+def test_graph_layers_and_draw_graph():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def f(a, b):
+        return torch.relu(a @ b) + a
+
+    clear_compile_state()
+    rec = hc.GraphRecorder()
+    torch.compile(f, backend=rec)(torch.randn(2, 2), torch.randn(2, 2))
+    depth = hc.graph_layers(rec.graphs[0])
+    assert depth["l_a_"] == 0 and depth["l_b_"] == 0
+    assert depth["matmul"] == 1 and depth["relu"] == 2 and depth["add"] == 3 and depth["output"] == 4
+    fig, ax = plt.subplots()
+    hc.draw_graph(rec.graphs[0], ax)
+    labels = [t.get_text() for t in ax.texts]
+    assert "L_a_" in labels and "output" in labels and "matmul" in labels
+    assert len([t for t in labels if t]) == len(depth)        # one box per node
+    edges = sum(len(n.all_input_nodes) for n in rec.graphs[0].graph.nodes)
+    assert len([t for t in labels if not t]) == edges == 6    # one arrow per edge
+    plt.close(fig)

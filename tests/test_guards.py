@@ -1,0 +1,156 @@
+"""Unit tests of helpers/guards.py (chapter 6)."""
+import logging
+
+import pytest
+import torch
+
+from helpers import guards as hg
+from helpers.inspect import clear_compile_state
+
+SCALE = 1.0
+
+
+def make(k):
+    def f(x, n):
+        return x * n * k + SCALE
+    return f
+
+
+@pytest.fixture
+def f():
+    clear_compile_state()
+    fn = make(2)
+    torch.compile(fn, backend="eager")(torch.randn(4, 4), 3)
+    return fn
+
+
+def test_code_of_unwraps_compiled_functions_and_modules():
+    fn = make(2)
+    assert hg.code_of(fn) is fn.__code__
+    assert hg.code_of(torch.compile(fn, backend="eager")) is fn.__code__
+    lin = torch.nn.Linear(2, 2)
+    assert hg.code_of(lin) is type(lin).forward.__code__
+    assert hg.code_of(torch.compile(lin, backend="eager")) is type(lin).forward.__code__
+    with pytest.raises(TypeError):
+        hg.code_of(42)
+
+
+def test_cache_entries_tree_and_leaves(f):
+    assert hg.entry_ids(f) == ["0/0"] or len(hg.entry_ids(f)) == 1
+    tree = hg.guard_tree(f)
+    assert "RootGuardManager" in tree and "TENSOR_MATCH" in tree
+    leaves = dict((check, kind) for kind, check in hg.guard_leaves(f))
+    assert leaves["L['n'] == 3"] == "EQUALS_MATCH"
+    assert leaves["L['k'] == 2"] == "EQUALS_MATCH"
+    assert leaves["G['SCALE'] == 1.0"] == "EQUALS_MATCH"
+    kinds = [kind for kind, _ in hg.guard_leaves(f, drop=("DIMENSION_DYNAMIC_MARKING_GUARD",))]
+    assert "DIMENSION_DYNAMIC_MARKING_GUARD" not in kinds and "TENSOR_MATCH" in kinds
+
+
+def test_guard_tree_needs_a_compiled_call():
+    clear_compile_state()
+    with pytest.raises(ValueError, match="no cache entry"):
+        hg.guard_tree(make(5))
+
+
+def test_show_tree_trims_and_notes_what_it_cut(f):
+    text = hg.show_tree(f, width=80)
+    assert all(len(line) <= 80 for line in text.splitlines())
+    assert "DIMENSION_DYNAMIC_MARKING_GUARD lines left out" in text
+    assert "tag_safe" not in text and "# " not in text
+
+
+def test_frame_locals_binds_arguments_defaults_and_closure():
+    fn = make(7)
+    assert hg.frame_locals(fn, "x", 3) == {"x": "x", "n": 3, "k": 7}
+
+    def g(a, b=4, *rest):
+        return a
+    assert hg.frame_locals(g, 1) == {"a": 1, "b": 4, "rest": ()}
+
+    class M:
+        def m(self, v):
+            return v
+    obj = M()
+    assert hg.frame_locals(obj.m, 5) == {"self": obj, "v": 5}
+
+
+def test_check_entries_names_the_failing_guard(f):
+    x = torch.randn(4, 4)
+    assert [v.passed for v in hg.check_entries(f, x, 3)] == [True]
+    (bad,) = hg.check_entries(f, x.double(), 3)
+    assert not bad.passed and "dtype mismatch" in bad.reason and "expected Float, actual Double" in bad.reason
+    assert "L[" not in bad.reason  # cleaned
+    (bad_n,) = hg.check_entries(f, x, 4)
+    assert not bad_n.passed and bad_n.reason.startswith("n == 3")
+    with torch.no_grad():
+        (bad_grad,) = hg.check_entries(f, x, 3)
+    assert "grad_mode" in bad_grad.reason
+
+
+def test_guard_check_time_is_positive_and_rejects_wrong_args(f):
+    t = hg.guard_check_time(f, torch.randn(4, 4), 3, repeats=3)
+    assert 0 < t.median < 1e-3
+    with pytest.raises(ValueError, match="reject"):
+        hg.guard_check_time(f, torch.randn(4, 4), 9, repeats=3)
+
+
+def test_recompile_log_counts_and_reasons_without_touching_stderr(capsys):
+    clear_compile_state()
+    fn = make(2)
+    cf = torch.compile(fn, backend="eager")
+    x = torch.randn(4, 4)
+    cf(x, 3)
+    with hg.recompile_log() as log:
+        cf(x, 3)                  # reused
+        cf(x.double(), 3)         # dtype
+        cf(x, 4)                  # n, tried against two entries
+    assert log.count == 2
+    assert "dtype mismatch" in log.first_reason(0)
+    assert len(log.reasons(1)) == 2 and all(r.endswith("n == 3") for r in log.reasons(1))
+    assert log.reasons(1)[0].startswith("0/1: ")
+    assert not log.limit_hit
+    assert "Recompiling" not in capsys.readouterr().err
+    # the artifact is switched off again afterwards
+    log_state = hg.private("torch._logging._internal.log_state")
+    assert not log_state.is_artifact_enabled("recompiles")
+
+
+def test_recompile_log_empty_and_limit_warning():
+    assert hg.RecompileLog().reasons() == [] and hg.RecompileLog().first_reason() == ""
+
+    def h(x, n):
+        return x * n
+    clear_compile_state()
+    with hg.recompile_limit_set(2), hg.recompile_log() as log:
+        ch = torch.compile(h, backend="eager", dynamic=False)
+        for n in range(4):
+            ch(torch.ones(2), n)
+    # n=1 recompiles; n=2 is logged as a recompilation, then refused by the limit; n=3 is not logged
+    assert log.count == 2 and log.limit_hit
+
+
+def test_guard_latency_log_collects_one_value_per_compile():
+    clear_compile_state()
+    with hg.guard_latency_log() as values:
+        torch.compile(make(3), backend="eager")(torch.randn(2), 1)
+    assert len(values) == 1 and values[0] > 0
+
+
+def test_capture_artifact_restores_logger_state():
+    import torch._dynamo  # noqa: F401  (registers the loggers)
+    loggers = hg._artifact_loggers("recompiles")
+    assert loggers, "no recompiles logger found"
+    before = [(lg.level, lg.propagate, list(lg.handlers)) for lg in loggers]
+    with hg.capture_artifact("recompiles") as messages:
+        loggers[0].debug("hello %s", "there")
+    assert messages == ["hello there"]
+    assert [(lg.level, lg.propagate, list(lg.handlers)) for lg in loggers] == before
+    assert logging.getLogger(loggers[0].name).level == before[0][0]
+
+
+def test_recompile_limit_read_and_set():
+    assert hg.recompile_limit() == 8
+    with hg.recompile_limit_set(3):
+        assert hg.recompile_limit() == 3
+    assert hg.recompile_limit() == 8
