@@ -1,47 +1,19 @@
-"""Graph breaks: count compiles and restarts, capture TORCH_LOGS in-process, patch Dynamo settings (ch10).
+"""Graph breaks: count compiles and restarts, find where a break happened, reorder prints (ch10).
 
 Every private torch access of chapter 10 goes through ``helpers.inspect.private`` here:
-``torch._dynamo.config`` (``patch``, ``reorderable_logging_functions``, ``capture_scalar_outputs``),
-``torch._dynamo.utils`` (``counters``, ``compilation_time_metrics``) and ``torch._logging.set_logs``.
-All of them exist on torch 2.11 and 2.13. Chapter 11 reuses ``dynamo_config`` and ``capture_logs``.
+``torch._dynamo.utils`` (``counters``, ``compilation_time_metrics``), ``torch._dynamo.explain`` and the
+bytecode hook; Dynamo's settings go through ``helpers.dynamo_config`` and its logs through
+``helpers.logs``. All of them exist on torch 2.11 and 2.13.
 """
 from __future__ import annotations
 
-import contextlib
-import io
-import logging
 import re
 from dataclasses import dataclass, field
 
-from .env import CourseError
+from .dynamo_config import dynamo_config, dynamo_setting
 from .inspect import clear_compile_state, private
 
 # ---------------------------------------------------------------- Dynamo settings
-
-
-@contextlib.contextmanager
-def dynamo_config(**flags):
-    """Temporarily set ``torch._dynamo.config`` flags, e.g. ``dynamo_config(capture_scalar_outputs=True)`` (ch10).
-
-    Raises a CourseError naming the flag if this torch does not have it.
-    """
-    config = private("torch._dynamo.config")
-    missing = [k for k in flags if not hasattr(config, k)]
-    if missing:
-        import torch
-
-        raise CourseError(f"torch {torch.__version__} has no Dynamo setting {', '.join(missing)}; "
-                          "the course is tested on torch 2.11 and 2.13.")
-    with config.patch(**flags):
-        yield
-
-
-def dynamo_setting(name: str):
-    """The current value of one ``torch._dynamo.config`` flag (ch10)."""
-    config = private("torch._dynamo.config")
-    if not hasattr(config, name):
-        raise CourseError(f"this torch has no Dynamo setting {name!r}")
-    return getattr(config, name)
 
 
 def reorderable(*functions):
@@ -121,84 +93,6 @@ def compile_stats(fn, *args, backend="eager", **compile_kwargs) -> CompileStats:
 def first_line(text: str) -> str:
     """The first non-empty line of a (graph-break) message (ch10)."""
     return next((line.strip() for line in str(text).splitlines() if line.strip()), "")
-
-
-# ---------------------------------------------------------------- TORCH_LOGS, in-process
-
-
-@dataclass
-class LogCapture:
-    """Log records captured from torch's logging artifacts (what ``TORCH_LOGS`` would print)."""
-
-    records: list[tuple[str, str]] = field(default_factory=list)  # (artifact, message)
-
-    def messages(self, artifact: str | None = None) -> list[str]:
-        return [m for a, m in self.records if artifact is None or a == artifact]
-
-    def lines(self, artifact: str | None = None) -> list[str]:
-        return [line for m in self.messages(artifact) for line in m.splitlines()]
-
-
-class _Collector(logging.Handler):
-    def __init__(self, capture: LogCapture):
-        super().__init__(logging.DEBUG)
-        self.capture = capture
-
-    def emit(self, record):
-        name = record.name
-        artifact = name.rsplit(".__", 1)[1] if ".__" in name else name
-        try:
-            self.capture.records.append((artifact, record.getMessage()))
-        except Exception:  # a record that cannot format itself is not worth failing a chapter for
-            pass
-
-
-@contextlib.contextmanager
-def capture_logs(*artifacts: str, quiet: bool = True):
-    """Switch on torch logging artifacts (``"graph_breaks"``, ``"recompiles"``, ``"guards"``) and collect them (ch10).
-
-    The in-process equivalent of ``TORCH_LOGS="graph_breaks,..."``, through ``torch._logging.set_logs``.
-    With ``quiet`` the lines are only collected, not also printed to stderr. Yields a ``LogCapture``.
-    """
-    set_logs = private("torch._logging.set_logs")
-    capture = LogCapture()
-    collector = _Collector(capture)
-    set_logs(**{a: True for a in artifacts})
-    # torch gives each of its top loggers a stderr handler and stops propagation there, so the
-    # collector goes next to every such handler (a record reaches exactly one of them).
-    names = ["torch", *[n for n in logging.root.manager.loggerDict if n.startswith("torch")]]
-    hosts = [logging.getLogger(n) for n in dict.fromkeys(names)
-             if any(type(h) is logging.StreamHandler for h in logging.getLogger(n).handlers)]
-    muted = []
-    sink = io.StringIO()
-    for logger in hosts:
-        logger.addHandler(collector)
-        if quiet:
-            for h in logger.handlers:
-                if type(h) is logging.StreamHandler:  # not torch's trace/file handlers
-                    muted.append((h, h.setStream(sink)))
-    try:
-        yield capture
-    finally:
-        for logger in hosts:
-            logger.removeHandler(collector)
-        for h, stream in muted:
-            if stream is not None:
-                h.setStream(stream)
-        set_logs()
-
-
-@contextlib.contextmanager
-def silence(*loggers: str):
-    """Mute the named loggers (e.g. Dynamo's warnings about a break we cause on purpose) (ch10)."""
-    saved = [(logging.getLogger(n), logging.getLogger(n).level) for n in loggers]
-    for logger, _ in saved:
-        logger.setLevel(logging.CRITICAL + 1)
-    try:
-        yield
-    finally:
-        for logger, level in saved:
-            logger.setLevel(level)
 
 
 # ---------------------------------------------------------------- a print that moves

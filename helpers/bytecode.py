@@ -1,7 +1,8 @@
 """Bytecode, the frame hook, the instruction translator, VariableTrackers and Sources (ch03-ch05).
 
-Every private TorchDynamo access of chapters 3-5 lives here, each behind one small function that
-works on torch 2.11 (Python 3.12, the canonical GPU run) and 2.13 (Python 3.11, CPU), imported
+The instruction listings here (``instructions``, ``listing``) serve every later chapter that shows
+bytecode. Every private TorchDynamo access of chapters 3-5 lives here, each behind one small function
+that works on torch 2.11 (Python 3.12, the canonical GPU run) and 2.13 (Python 3.11, CPU), imported
 through ``helpers.inspect.private`` so a moved API raises a CourseError that names it.
 """
 from __future__ import annotations
@@ -10,23 +11,19 @@ import collections
 import contextlib
 import dis
 import functools
-import logging
 import re
 import sys
 from dataclasses import dataclass, field
 
-from .figures import exact_by_python
-from .inspect import private
+from .inspect import GraphRecorder, cache_entries, clear_compile_state, private
+from .logs import Logs, capture_logs
 
-# ---------------------------------------------------------------- expectations by Python version
+# ---------------------------------------------------------------- the interpreter
 
 
 def python_minor() -> str:
     """The running Python as "3.12" (bytecode is a property of the Python version) (ch03)."""
     return f"{sys.version_info.major}.{sys.version_info.minor}"
-
-
-by_python = exact_by_python  # bytecode counts depend on the interpreter (ch03)
 
 
 # ---------------------------------------------------------------- code objects and dis
@@ -35,15 +32,44 @@ by_python = exact_by_python  # bytecode counts depend on the interpreter (ch03)
 BOOKKEEPING = ("RESUME", "CACHE", "COPY_FREE_VARS", "MAKE_CELL", "NOP", "EXTENDED_ARG")
 
 
-def instructions(fn_or_code, *, core: bool = True) -> list[tuple[str, str]]:
-    """``(opname, argrepr)`` of each instruction; ``core`` leaves out frame bookkeeping (ch03)."""
-    return [(i.opname, i.argrepr) for i in dis.get_instructions(fn_or_code)
-            if not (core and i.opname in BOOKKEEPING)]
+@dataclass(frozen=True)
+class Ins:
+    """One bytecode instruction as ``dis`` shows it (cache entries left out) (ch03)."""
+
+    offset: int
+    opname: str
+    argval: object
+    argrepr: str
+    arg: int | None = None
+
+    def __str__(self) -> str:
+        shown = self.argrepr
+        if not shown and self.arg is not None and self.opname.startswith(("BUILD_", "UNPACK_", "SWAP", "COPY")):
+            shown = str(self.arg)
+        return f"{self.offset:4d} {self.opname:<22} {shown}".rstrip()
 
 
-def listing(fn_or_code, *, core: bool = True, width: int = 28) -> str:
-    """A compact ``dis`` listing, one instruction a line (ch03)."""
-    return "\n".join(f"{op:<{width}}{arg}" for op, arg in instructions(fn_or_code, core=core))
+def _short(argrepr: str) -> str:
+    """Shorten Dynamo's long generated names (``__compiled_fn_1_<uuid>`` → ``__compiled_fn_1_…``)."""
+    return re.sub(r"(__compiled_fn_\d+)_[0-9a-f_]{20,}", r"\1_…", argrepr)
+
+
+def instructions(code, *, bookkeeping: bool = True) -> list[Ins]:
+    """The instructions of ``code`` as ``dis`` lists them; ``bookkeeping=False`` leaves out RESUME & co. (ch03)."""
+    code = getattr(code, "__code__", code)
+    return [Ins(i.offset, i.opname, i.argval, _short(i.argrepr), i.arg) for i in dis.get_instructions(code)
+            if bookkeeping or i.opname not in BOOKKEEPING]
+
+
+def listing(code, *, bookkeeping: bool = True, start: int = 0, stop: int | None = None) -> str:
+    """A ``dis`` listing with byte offsets, instructions ``start:stop`` of ``instructions(code)`` (ch03)."""
+    ins = instructions(code, bookkeeping=bookkeeping)
+    lines = [str(i) for i in ins[start:stop]]
+    if start > 0:
+        lines.insert(0, f"     … {start} instructions above not shown")
+    if stop is not None and stop < len(ins):
+        lines.append(f"     … {len(ins) - stop} more instructions not shown")
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- the frame hook (PEP 523)
@@ -74,17 +100,6 @@ def hook_probe():
         seen.append(type(current()).__name__)
 
     return torch.compiler.disable(probe, recursive=False), seen
-
-
-def compiled_codes(fn) -> list:
-    """The code objects Dynamo cached for ``fn`` (newest first), read from its cache entries (ch03)."""
-    entries = private("torch._C._dynamo.eval_frame._debug_get_cache_entry_list")(fn.__code__)
-    return [e.code for e in entries]
-
-
-def cache_entry_count(fn) -> int:
-    """How many compiled versions (cache entries) Dynamo holds for ``fn``'s code object (ch05)."""
-    return len(compiled_codes(fn))
 
 
 @dataclass
@@ -136,7 +151,7 @@ def watch_frames():
     def spy(self, frame, cache_entry, frame_state, *rest, **kw):
         code = frame.f_code
         result = original(self, frame, cache_entry, frame_state, *rest, **kw)
-        if getattr(result, "guarded_code", None) is not None or _has_cache_entry(code):
+        if getattr(result, "guarded_code", None) is not None or cache_entries(code):
             decision = "compiled"
         elif is_skipfile(code):
             decision = "skipped: torch internals" if "torch" in code.co_filename else "skipped: skipfiles"
@@ -152,86 +167,12 @@ def watch_frames():
         wrapper_cls.__call__ = original
 
 
-def _has_cache_entry(code) -> bool:
-    return bool(private("torch._C._dynamo.eval_frame._debug_get_cache_entry_list")(code))
-
-
 def compile_inner_seconds() -> list[float]:
     """Seconds of every ``_compile.compile_inner`` so far in this process, one per frame compile (ch03).
 
     Read from ``torch._dynamo.utils.compilation_time_metrics`` (what ``compile_times()`` prints).
     """
     return list(private("torch._dynamo.utils.compilation_time_metrics").get("_compile.compile_inner", []))
-
-
-# ---------------------------------------------------------------- TORCH_LOGS artifacts, captured
-
-
-class _ListHandler(logging.Handler):
-    def __init__(self, sink: list):
-        super().__init__(logging.DEBUG)
-        self.sink = sink
-
-    def emit(self, record):
-        self.sink.append((record.name.rsplit(".__", 1)[-1], record.getMessage()))
-
-
-@dataclass
-class Logs:
-    """Messages of ``TORCH_LOGS`` artifacts captured in this process, by artifact name."""
-
-    records: list[tuple[str, str]] = field(default_factory=list)
-
-    def lines(self, artifact: str) -> list[str]:
-        """Every line of every message of ``artifact`` (e.g. "trace_bytecode", "guards")."""
-        return [line for name, msg in self.records if name == artifact for line in msg.splitlines()]
-
-    def text(self, artifact: str) -> str:
-        return "\n".join(self.lines(artifact))
-
-
-_ARTIFACT_MODULES = ("torch._dynamo.symbolic_convert", "torch._dynamo.output_graph", "torch._dynamo.guards",
-                     "torch._dynamo.convert_frame", "torch._dynamo.bytecode_transformation")
-
-
-@contextlib.contextmanager
-def capture_logs(*artifacts: str):
-    """Capture ``TORCH_LOGS`` artifacts (``trace_bytecode``, ``graph_code``, ``guards``, ``recompiles``,
-    ``bytecode``) into a ``Logs`` object instead of printing them (ch04).
-
-    Uses ``torch._logging.set_logs`` and a handler on each artifact's logger (``<module>.__<name>``).
-    """
-    import importlib
-
-    for module in _ARTIFACT_MODULES:  # artifact loggers exist once their module is imported
-        try:
-            importlib.import_module(module)
-        except ImportError:  # moved in a newer torch: the check below names what is missing
-            pass
-    set_logs = private("torch._logging.set_logs")
-    logs = Logs()
-    handler = _ListHandler(logs.records)
-    suffixes = tuple(f".__{a}" for a in artifacts)
-    loggers = [logging.getLogger(name) for name in list(logging.Logger.manager.loggerDict)
-               if name.startswith("torch.") and name.endswith(suffixes)]
-    found = {lg.name.rsplit(".__", 1)[-1] for lg in loggers}
-    missing = set(artifacts) - found
-    if missing:
-        from .env import CourseError
-
-        raise CourseError(f"no torch logger for the artifact(s) {sorted(missing)}: torch renamed them?")
-    saved = [(lg, lg.propagate) for lg in loggers]
-    set_logs(**{a: True for a in artifacts})
-    for lg in loggers:
-        lg.addHandler(handler)
-        lg.propagate = False  # keep them off stderr: the notebook prints what it discusses
-    try:
-        yield logs
-    finally:
-        for lg, propagate in saved:
-            lg.removeHandler(handler)
-            lg.propagate = propagate
-        set_logs()
 
 
 # ---------------------------------------------------------------- the instruction translator
@@ -306,18 +247,11 @@ def trace(fn, *args, artifacts: tuple[str, ...] = (), **kwargs) -> Trace:
     """Compile ``fn`` with a recording backend while capturing ``trace_bytecode`` (ch04)."""
     import torch
 
-    from .inspect import clear_compile_state
-
     clear_compile_state()
-    graphs: list = []
-
-    def backend(gm, example_inputs):
-        graphs.append(gm)
-        return gm.forward
-
+    recorder = GraphRecorder()
     with capture_logs("trace_bytecode", *artifacts) as logs:
-        torch.compile(fn, backend=backend)(*args, **kwargs)
-    return Trace(parse_trace(logs.lines("trace_bytecode")), graphs, logs)
+        torch.compile(fn, backend=recorder)(*args, **kwargs)
+    return Trace(parse_trace(logs.lines("trace_bytecode")), recorder.graphs, logs)
 
 
 @dataclass
@@ -413,8 +347,6 @@ def guard_trees(fn, *args, dynamic=None, **kwargs) -> list[GuardTree]:
     """Compile ``fn`` (backend "eager") and return the guard tree of each compiled frame (ch05)."""
     import torch
 
-    from .inspect import clear_compile_state
-
     clear_compile_state()
     with capture_logs("guards") as logs:
         torch.compile(fn, backend="eager", dynamic=dynamic)(*args, **kwargs)
@@ -442,25 +374,6 @@ def recompile_reasons(logs: Logs) -> list[list[str]]:
         out.append([re.sub(r"\s+#.*$", "", m.group(1)).strip()
                      for m in re.finditer(r"^\s*- (\d+/\d+: .*)$", msg, re.M)])
     return out
-
-
-class RecordingBackend:
-    """A backend that records every graph it is given and runs it unchanged (public API only) (ch05)."""
-
-    def __init__(self):
-        self.graphs: list = []
-
-    def __call__(self, gm, example_inputs):
-        self.graphs.append(gm)
-        return gm.forward
-
-    @property
-    def compiles(self) -> int:
-        return len(self.graphs)
-
-    def inputs(self, i: int = -1) -> list[str]:
-        """Placeholder (graph input) names of graph ``i``."""
-        return [n.name for n in self.graphs[i].graph.nodes if n.op == "placeholder"]
 
 
 def source_name(source) -> str:

@@ -1,98 +1,19 @@
-"""What Dynamo hands a backend and what it leaves in the frame: graphs, inputs, replayed side effects (ch07, ch08).
+"""What Dynamo leaves in the frame: replayed side effects, compiled-graph globals, pruned inputs (ch07, ch08).
 
-``GraphRecorder`` is a backend built on the public ``torch.compile(backend=callable)`` API. The other
-functions read the bytecode Dynamo installed for a frame (its cache entries, ch06) or watch the
-OutputGraph prune unused inputs; those private accesses go through ``helpers.inspect.private``.
+The functions here read the bytecode Dynamo installed for a frame (``helpers.inspect.transformed_code``)
+or watch the OutputGraph prune unused inputs; graphs are recorded with ``helpers.inspect.GraphRecorder``.
+The private accesses go through ``helpers.inspect.private``.
 """
 from __future__ import annotations
 
 import dis
 import re
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .inspect import private
 
-# ---------------------------------------------------------------- a recording backend
-
-
-@dataclass
-class GraphRecorder:
-    """A backend that keeps every FX graph it is given and counts how often compiled graphs run (ch07).
-
-    Use it as ``torch.compile(fn, backend=recorder)``. ``compiles`` is the number of graphs Dynamo
-    handed over, ``runs`` the number of times one of them was executed.
-    """
-
-    graphs: list = field(default_factory=list)
-    runs: int = 0
-
-    def __call__(self, gm, example_inputs):
-        self.graphs.append(gm)
-        forward = gm.forward
-
-        def run(*args):
-            self.runs += 1
-            return forward(*args)
-
-        return run
-
-    @property
-    def compiles(self) -> int:
-        return len(self.graphs)
-
-    def reset(self) -> None:
-        self.graphs.clear()
-        self.runs = 0
-
-    def code(self, i: int = -1) -> str:
-        """The Python code of graph ``i``."""
-        return self.graphs[i].code.strip()
-
-    def readable(self, i: int = -1, short_paths: bool = True) -> str:
-        """Graph ``i`` as torch prints it: shapes, dtypes and the source line of each op.
-
-        ``short_paths`` keeps only the file name in the ``# File:`` comments.
-        """
-        text = self.graphs[i].print_readable(print_output=False).strip()
-        return re.sub(r"(# File: )\S*/([^/\s]+:\d+)", r"\1\2", text) if short_paths else text
-
-    def placeholders(self, i: int = -1) -> list[str]:
-        """The input names of graph ``i``, in order (``L_x_`` = the local ``x``; ``G_w_`` = the global ``w``)."""
-        return [str(n.target) for n in self.graphs[i].graph.nodes if n.op == "placeholder"]
-
-    def op_nodes(self, i: int = -1) -> list[str]:
-        """The names of graph ``i``'s operation nodes (placeholders and output left out)."""
-        return [n.name for n in self.graphs[i].graph.nodes if n.op.startswith("call")]
-
-    def call_targets(self, i: int = -1) -> list:
-        """``(target, args)`` of graph ``i``'s operation nodes."""
-        return [(n.target, n.args) for n in self.graphs[i].graph.nodes if n.op.startswith("call")]
-
-    def source_functions(self, i: int = -1) -> list[str]:
-        """The user functions whose lines produced graph ``i``'s ops, in order of first appearance."""
-        names = []
-        for n in self.graphs[i].graph.nodes:
-            trace = n.meta.get("stack_trace") or ""
-            lines = [ln for ln in trace.splitlines() if ln.strip().startswith("File ")]
-            if lines:
-                name = lines[-1].rsplit(" in ", 1)[-1].strip()
-                if name not in names:
-                    names.append(name)
-        return names
-
-
 # ---------------------------------------------------------------- the bytecode Dynamo installed
-
-
-def transformed_code(fn, index: int = 0):
-    """The code object Dynamo runs instead of ``fn``'s for one cache entry (``0`` = newest first) (ch07)."""
-    from .guards import cache_entries
-
-    entries = cache_entries(fn)
-    if not entries:
-        raise ValueError("no cache entry: call the compiled function first")
-    return entries[index].code
 
 
 def replay_instructions(code) -> list[dis.Instruction]:
@@ -107,7 +28,7 @@ def replay_instructions(code) -> list[dis.Instruction]:
 
 
 def show_instructions(instrs, width: int = 72) -> str:
-    """A compact listing of instructions: ``OPNAME  argument``, one per line."""
+    """A compact listing of instructions: ``OPNAME  argument``, one per line (ch07)."""
     lines = []
     for ins in instrs:
         arg = "" if ins.arg is None else repr(ins.argval) if isinstance(ins.argval, str) else str(ins.argrepr or ins.argval)
@@ -146,18 +67,23 @@ def attribute_setter(code, name: str) -> str:
 
 
 def opnames(code) -> list[str]:
-    """The sequence of opcode names of ``code`` (arguments dropped, to compare the shape of two codes)."""
+    """The sequence of opcode names of ``code``, arguments dropped, to compare the shape of two codes (ch07)."""
     return [ins.opname for ins in dis.get_instructions(code)]
 
 
 def mentions(code, name: str) -> bool:
-    """Whether any instruction of ``code`` loads or names ``name`` (a global, attribute, method or constant)."""
+    """Whether any instruction of ``code`` loads or names ``name`` (global, attribute, method, constant) (ch07)."""
     return any(isinstance(ins.argval, str) and ins.argval == name for ins in dis.get_instructions(code))
 
 
 def compiled_fn_names(namespace: dict) -> list[str]:
-    """The ``__compiled_fn_…`` globals Dynamo installed in a module's namespace (ch08)."""
-    return sorted(k for k in namespace if k.startswith("__compiled_fn"))
+    """The ``__compiled_fn_…`` globals Dynamo installed in a namespace, in compile order (ch08)."""
+
+    def number(name: str) -> int:
+        m = re.match(r"__compiled_fn_(\d+)", name)
+        return int(m.group(1)) if m else -1
+
+    return sorted((k for k in namespace if k.startswith("__compiled_fn")), key=lambda k: (number(k), k))
 
 
 # ---------------------------------------------------------------- OutputGraph: pruning unused inputs

@@ -1,76 +1,24 @@
 """Look at the bytecode Dynamo writes: original vs rewritten code objects, roles, jumps (ch09).
 
 Every private torch access of chapter 9 goes through ``helpers.inspect.private`` in this module:
-``torch._dynamo.convert_frame.register_bytecode_hook``, ``torch._dynamo.config`` (the profiler-marker
-flag ``record_runtime_overhead``) and ``torch._dynamo.bytecode_transformation``. Everything works on
-torch 2.11 and 2.13; bytecode itself depends on the CPython version, which is why expectations for
-instruction counts are keyed by interpreter (``expect_by_interpreter``).
+``torch._dynamo.convert_frame.register_bytecode_hook`` and ``torch._dynamo.bytecode_transformation``;
+the profiler-marker flag ``record_runtime_overhead`` is switched through ``helpers.dynamo_config``.
+Listings come from ``helpers.bytecode.instructions``. Everything works on torch 2.11 and 2.13; bytecode
+itself depends on the CPython version, which is why instruction counts are checked with
+``helpers.figures.exact_by_python``.
 """
 from __future__ import annotations
 
 import contextlib
 import dis
-import sys
 import types
 from dataclasses import dataclass, field
 
-from .figures import exact_by_python
+from .bytecode import Ins, instructions
+from .dynamo_config import dynamo_config, has_setting
 from .inspect import clear_compile_state, private
 
-# ---------------------------------------------------------------- expectations per interpreter
-
-
-def python_minor() -> str:
-    """The running CPython as "3.11", "3.12", ... (ch09)."""
-    return f"{sys.version_info[0]}.{sys.version_info[1]}"
-
-
-expect_by_interpreter = exact_by_python  # instruction counts depend on the interpreter (ch09)
-
-
-# ---------------------------------------------------------------- instructions
-
-
-@dataclass(frozen=True)
-class Ins:
-    """One bytecode instruction as ``dis`` shows it (cache entries left out)."""
-
-    offset: int
-    opname: str
-    argval: object
-    argrepr: str
-    arg: int | None = None
-
-    def __str__(self) -> str:
-        shown = self.argrepr
-        if not shown and self.arg is not None and self.opname.startswith(("BUILD_", "UNPACK_", "SWAP", "COPY")):
-            shown = str(self.arg)
-        return f"{self.offset:4d} {self.opname:<22} {shown}".rstrip()
-
-
-def instructions(code) -> list[Ins]:
-    """The instructions of a code object or function, as ``dis.get_instructions`` lists them (ch09)."""
-    code = getattr(code, "__code__", code)
-    return [Ins(i.offset, i.opname, i.argval, _short(i.argrepr), i.arg) for i in dis.get_instructions(code)]
-
-
-def _short(argrepr: str) -> str:
-    """Shorten Dynamo's long generated names (``__compiled_fn_1_<uuid>`` → ``__compiled_fn_1_…``)."""
-    import re
-
-    return re.sub(r"(__compiled_fn_\d+)_[0-9a-f_]{20,}", r"\1_…", argrepr)
-
-
-def listing(code, *, start: int = 0, stop: int | None = None) -> str:
-    """A numbered, trimmed ``dis`` listing of ``code`` (instructions ``start:stop``) (ch09)."""
-    ins = instructions(code)
-    shown = ins[start:stop]
-    lines = [str(i) for i in shown]
-    if start > 0:
-        lines.insert(0, f"     … {start} instructions above not shown")
-    if stop is not None and stop < len(ins):
-        lines.append(f"     … {len(ins) - stop} more instructions not shown")
-    return "\n".join(lines)
+# ---------------------------------------------------------------- side by side
 
 
 def side_by_side(left, right, titles=("original", "rewritten"), width: int = 44) -> str:
@@ -118,21 +66,6 @@ class Rewrites:
         return [r.name for r in self.frames]
 
 
-def has_marker_flag() -> bool:
-    """Whether this torch can switch off the profiler markers around graph inputs (ch09)."""
-    return hasattr(private("torch._dynamo.config"), "record_runtime_overhead")
-
-
-@contextlib.contextmanager
-def _markers(enabled: bool):
-    config = private("torch._dynamo.config")
-    if enabled or not hasattr(config, "record_runtime_overhead"):
-        yield
-        return
-    with config.patch(record_runtime_overhead=False):
-        yield
-
-
 def capture_rewrites(fn, *args, backend="eager", markers: bool = True, **compile_kwargs):
     """Compile ``fn``, call it once, and return ``(result, Rewrites)`` with every converted frame (ch09).
 
@@ -151,18 +84,13 @@ def capture_rewrites(fn, *args, backend="eager", markers: bool = True, **compile
         seen.frames.append(Rewrite(old.co_name, old, new))
 
     handle = register(hook)
+    no_markers = not markers and has_setting("record_runtime_overhead")
     try:
-        with _markers(markers):
+        with dynamo_config(record_runtime_overhead=False) if no_markers else contextlib.nullcontext():
             result = torch.compile(fn, backend=backend, **compile_kwargs)(*args)
     finally:
         handle.remove()
     return result, seen
-
-
-def compiled_fn_names(namespace: dict) -> list[str]:
-    """Names of the compiled-graph globals Dynamo installed in ``namespace`` (ch09)."""
-    return sorted((k for k in namespace if k.startswith("__compiled_fn")),
-                  key=lambda k: int(k.split("_")[4]) if k.split("_")[4].isdigit() else 0)
 
 
 # ---------------------------------------------------------------- what each instruction is for
@@ -299,17 +227,38 @@ def first_jump_target(code) -> int:
 # ---------------------------------------------------------------- synthetic functions for the size sweep
 
 
-def synthetic(n_inputs: int, n_outputs: int):
-    """A function of ``n_inputs`` tensors returning ``n_outputs`` tensors computed from their sum (ch09)."""
+def synthetic(n_inputs: int, n_outputs: int, *, source_file: bool = True):
+    """A function of ``n_inputs`` tensors returning ``n_outputs`` tensors computed from their sum (ch09).
+
+    The function is built with ``exec``. With ``source_file`` (the default) its source is registered
+    with ``linecache`` under its pseudo file name, so ``inspect.getsource`` finds it and every torch
+    traces it directly; without, it has no source file, which torch 2.11's ``torch.compile`` answers
+    by wrapping it in an ``inner(*args, **kwargs)`` frame (torch 2.13 traces it directly).
+    """
+    import linecache
+
     args = ", ".join(f"x{i}" for i in range(n_inputs))
     total = " + ".join(f"x{i}" for i in range(n_inputs))
     outs = ", ".join(f"s * {k + 1}" for k in range(n_outputs))
     src = f"def fn({args}):\n    s = {total}\n    return ({outs},)\n"
+    filename = f"<synthetic {n_inputs} in, {n_outputs} out{'' if source_file else ', no source'}>"
+    if source_file:  # mtime None: linecache.checkcache keeps the entry although no such file exists
+        linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
     namespace: dict = {}
-    exec(compile(src, f"<synthetic {n_inputs} in, {n_outputs} out>", "exec"), namespace)
+    exec(compile(src, filename, "exec"), namespace)
     fn = namespace["fn"]
     fn.source = src
     return fn
+
+
+def via_args(fn):
+    """``fn`` behind a ``def call(*args): return fn(*args)`` frame, so its inputs arrive as ``args[i]`` (ch09)."""
+
+    def call(*args):
+        return fn(*args)
+
+    call.source = getattr(fn, "source", None)
+    return call
 
 
 def graph_outputs(gm) -> list:

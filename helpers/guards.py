@@ -1,44 +1,22 @@
 """Guards, cache entries and recompilations of a compiled frame (ch06).
 
 Dynamo keeps, on each code object it compiled, a list of *cache entries*: a guard tree and the
-bytecode that calls the compiled graph. These functions read that list, evaluate and time the guard
-trees, and capture the reasons torch logs when a call misses every entry. Every private torch access
-goes through ``helpers.inspect.private`` so a moved API gives a clear CourseError; all of it works on
-torch 2.11 and 2.13.
+bytecode that calls the compiled graph. These functions read that list (``helpers.inspect.cache_entries``),
+evaluate and time the guard trees, and capture the reasons torch logs when a call misses every entry
+(through ``helpers.logs``). Every private torch access goes through ``helpers.inspect.private`` so a
+moved API gives a clear CourseError; all of it works on torch 2.11 and 2.13.
 """
 from __future__ import annotations
 
 import inspect as _pyinspect
-import logging
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from .inspect import private
+from .inspect import cache_entries
+from .logs import capture_logs
 
 # ---------------------------------------------------------------- cache entries
-
-
-def code_of(fn):
-    """The code object Dynamo attaches cache entries to, for a function, method or module (ch06)."""
-    fn = getattr(fn, "_torchdynamo_orig_callable", fn)  # a torch.compile wrapper
-    fn = getattr(fn, "_orig_mod", fn)  # an OptimizedModule
-    if hasattr(fn, "forward") and not hasattr(fn, "__code__"):
-        fn = fn.forward
-    fn = getattr(fn, "__func__", fn)
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        raise TypeError(f"cannot find the code object of {fn!r}")
-    return code
-
-
-def cache_entries(fn) -> list:
-    """Dynamo's cache entries for ``fn``'s code object, in the order the next call checks them (ch06).
-
-    Uses ``torch._C._dynamo.eval_frame._debug_get_cache_entry_list`` (a debug binding, on 2.11 and 2.13).
-    """
-    get = private("torch._C._dynamo.eval_frame._debug_get_cache_entry_list")
-    return list(get(code_of(fn)))
 
 
 def entry_ids(fn) -> list[str]:
@@ -132,63 +110,6 @@ def guard_check_time(fn, *args, repeats: int = 20, **kwargs):
 # ---------------------------------------------------------------- logs
 
 
-class _Collector(logging.Handler):
-    def __init__(self):
-        super().__init__(level=logging.DEBUG)
-        self.messages: list[str] = []
-
-    def emit(self, record):
-        try:
-            self.messages.append(record.getMessage())
-        except Exception:  # pragma: no cover - a malformed record should never break a chapter
-            pass
-
-
-def _artifact_loggers(artifact: str) -> list[logging.Logger]:
-    """The logger objects torch uses for one logging artifact (e.g. ``recompiles``)."""
-    suffix = f".__{artifact}"
-    names = set()
-    try:
-        names |= {q for q in private("torch._logging._internal.log_registry").artifact_log_qnames
-                  if q.endswith(suffix)}
-    except Exception:
-        pass
-    names |= {n for n in logging.root.manager.loggerDict if n.endswith(suffix)}
-    return [logging.getLogger(n) for n in sorted(names)]
-
-
-@contextmanager
-def capture_artifact(*artifacts: str, loggers: tuple[str, ...] = ()):
-    """Collect the messages of torch logging artifacts (``recompiles``, ``guards``...) in-process (ch06).
-
-    Like ``TORCH_LOGS="recompiles"`` but into a list instead of stderr. ``loggers`` adds plain
-    logger names (e.g. ``torch._dynamo.convert_frame`` for the recompile-limit warning).
-    Uses ``torch._logging._internal.log_state``.
-    """
-    _dynamo_config()  # importing Dynamo registers its artifact loggers
-    log_state = private("torch._logging._internal.log_state")
-    collector = _Collector()
-    added = [a for a in artifacts if not log_state.is_artifact_enabled(a)]
-    for a in added:
-        log_state.enable_artifact(a)
-    saved = []
-    targets = [lg for a in artifacts for lg in _artifact_loggers(a)] + [logging.getLogger(n) for n in loggers]
-    for lg in targets:
-        saved.append((lg, lg.level, lg.propagate))
-        lg.setLevel(logging.DEBUG if lg.name.split(".")[-1].startswith("__") else min(lg.level or 30, 30))
-        lg.propagate = False
-        lg.addHandler(collector)
-    try:
-        yield collector.messages
-    finally:
-        for lg, level, propagate in saved:
-            lg.removeHandler(collector)
-            lg.setLevel(level)
-            lg.propagate = propagate
-        for a in added:
-            log_state.artifact_names.discard(a)
-
-
 @dataclass
 class RecompileLog:
     """What torch logged about recompilations while the ``recompile_log()`` context was open."""
@@ -226,10 +147,11 @@ class RecompileLog:
 def recompile_log():
     """Collect ``TORCH_LOGS="recompiles"`` messages and recompile-limit warnings into a RecompileLog (ch06)."""
     log = RecompileLog()
-    with capture_artifact("recompiles", loggers=("torch._dynamo.convert_frame",)) as messages:
+    with capture_logs("recompiles", loggers=("torch._dynamo.convert_frame",)) as logs:
         try:
             yield log
         finally:
+            messages = logs.messages()
             log.messages = [m for m in messages if m.startswith("Recompiling function")]
             log.warnings = [m for m in messages if "limit" in m and not m.startswith("Recompiling")]
 
@@ -242,40 +164,14 @@ def guard_latency_log():
     CPU caches (``profile_guard_manager``): a cold-cache number.
     """
     values: list[float] = []
-    with capture_artifact("guards") as messages:
+    with capture_logs("guards") as logs:
         try:
             yield values
         finally:
-            for m in messages:
+            for m in logs.messages("guards"):
                 hit = re.search(r"Guard eval latency = ([\d.]+) us", m)
                 if hit:
                     values.append(float(hit.group(1)))
-
-
-# ---------------------------------------------------------------- config
-
-
-def _dynamo_config():
-    return private("torch._dynamo.config")
-
-
-def recompile_limit() -> int:
-    """``torch._dynamo.config.recompile_limit`` (``cache_size_limit`` on older torch) (ch06)."""
-    cfg = _dynamo_config()
-    return int(getattr(cfg, "recompile_limit", None) or cfg.cache_size_limit)
-
-
-@contextmanager
-def recompile_limit_set(limit: int):
-    """Temporarily set Dynamo's per-code-object recompile limit (ch06)."""
-    cfg = _dynamo_config()
-    name = "recompile_limit" if hasattr(cfg, "recompile_limit") else "cache_size_limit"
-    saved = getattr(cfg, name)
-    setattr(cfg, name, limit)
-    try:
-        yield
-    finally:
-        setattr(cfg, name, saved)
 
 
 def show_tree(fn, index: int = 0, *, width: int = 210,

@@ -1,13 +1,16 @@
-"""Look inside torch.compile: Dynamo graphs, explain, AOT graphs, Inductor code, guards (ch02).
+"""Look inside torch.compile: Dynamo graphs, cache entries, explain, AOT graphs, Inductor code (ch02).
 
-Every private ``torch._dynamo`` / ``torch._inductor`` access of the course lives in this module,
-each behind one function that works on torch 2.11 and 2.13. When torch moves one, the reader gets
-a CourseError naming the API, not a traceback from deep inside torch.
+``private`` is the one door to torch's private API: every helpers module imports private torch names
+through it, so a moved API raises a CourseError naming it instead of a traceback from deep inside torch.
+This module also holds what several chapters share: the recording backend ``GraphRecorder`` (and
+``capture_graphs``), the cache entries Dynamo keeps on a code object (``cache_entries``,
+``transformed_code``), ``explain``, and the AOT and Inductor views. All of it works on torch 2.11 and 2.13.
 """
 from __future__ import annotations
 
 import importlib
 import re
+import types
 from dataclasses import dataclass, field
 
 from .env import SUPPORTED_TORCH, CourseError
@@ -78,40 +81,125 @@ def _op_name(op) -> str:
 
 
 @dataclass
-class Captured:
-    """Graphs a capturing backend received, in the order Dynamo compiled them."""
+class GraphRecorder:
+    """A backend that keeps every FX graph Dynamo hands it and counts how often they run (ch02).
 
-    graphs: list = field(default_factory=list)  # torch.fx.GraphModule
+    Use it as ``torch.compile(fn, backend=recorder)`` (public API only). ``compiles`` is the number of
+    graphs received, ``runs`` the number of times one of them was executed. Graph ``i`` defaults to the
+    newest (``-1``).
+    """
+
+    graphs: list = field(default_factory=list)  # torch.fx.GraphModule, in compile order
+    runs: int = 0
+
+    def __call__(self, gm, example_inputs):
+        self.graphs.append(gm)
+        forward = gm.forward
+
+        def run(*args):
+            self.runs += 1
+            return forward(*args)
+
+        return run
+
+    @property
+    def compiles(self) -> int:
+        """How many graphs the backend received (one per compile)."""
+        return len(self.graphs)
 
     @property
     def count(self) -> int:
+        """The same number as ``compiles``, read as "how many graphs were captured" (chapter 2's name)."""
         return len(self.graphs)
 
-    def code(self, i: int = 0) -> str:
+    def reset(self) -> None:
+        """Forget the graphs and the run count."""
+        self.graphs.clear()
+        self.runs = 0
+
+    def code(self, i: int = -1) -> str:
+        """The Python code of graph ``i``."""
         return self.graphs[i].code.strip()
 
-    def op_nodes(self, i: int = 0) -> list[str]:
-        """Names of the call nodes of graph ``i`` (placeholders and output left out)."""
-        return [str(n.target.__name__ if hasattr(n.target, "__name__") else n.target)
-                for n in self.graphs[i].graph.nodes if n.op.startswith("call")]
+    def readable(self, i: int = -1, short_paths: bool = True) -> str:
+        """Graph ``i`` as torch prints it: shapes, dtypes and the source line of each op.
+
+        ``short_paths`` keeps only the file name in the ``# File:`` comments.
+        """
+        text = self.graphs[i].print_readable(print_output=False).strip()
+        return re.sub(r"(# File: )\S*/([^/\s]+:\d+)", r"\1\2", text) if short_paths else text
+
+    def placeholders(self, i: int = -1) -> list[str]:
+        """The input names of graph ``i``, in order (``L_x_`` = the local ``x``; ``G_w_`` = the global ``w``)."""
+        return [str(n.target) for n in self.graphs[i].graph.nodes if n.op == "placeholder"]
+
+    def op_nodes(self, i: int = -1) -> list[str]:
+        """The names of graph ``i``'s operation nodes (placeholders and output left out)."""
+        return [n.name for n in self.graphs[i].graph.nodes if n.op.startswith("call")]
+
+    def call_targets(self, i: int = -1) -> list:
+        """``(target, args)`` of graph ``i``'s operation nodes."""
+        return [(n.target, n.args) for n in self.graphs[i].graph.nodes if n.op.startswith("call")]
+
+    def source_functions(self, i: int = -1) -> list[str]:
+        """The user functions whose lines produced graph ``i``'s ops, in order of first appearance."""
+        names = []
+        for n in self.graphs[i].graph.nodes:
+            if not n.op.startswith("call"):  # torch 2.11 gives placeholders a stack trace too
+                continue
+            trace = n.meta.get("stack_trace") or ""
+            lines = [ln for ln in trace.splitlines() if ln.strip().startswith("File ")]
+            if lines:
+                name = lines[-1].rsplit(" in ", 1)[-1].strip()
+                if name not in names:
+                    names.append(name)
+        return names
 
 
 def capture_graphs(fn, *args, dynamic=None, **kwargs):
-    """Compile ``fn`` with a backend that records each FX graph and runs it eagerly.
-
-    Returns ``(result, Captured)``. Uses only the public ``torch.compile(backend=callable)``.
-    """
+    """Compile ``fn`` afresh with a ``GraphRecorder`` and call it once; returns ``(result, recorder)`` (ch02)."""
     import torch
 
     clear_compile_state()
-    captured = Captured()
+    recorder = GraphRecorder()
+    result = torch.compile(fn, backend=recorder, dynamic=dynamic)(*args, **kwargs)
+    return result, recorder
 
-    def backend(gm, example_inputs):
-        captured.graphs.append(gm)
-        return gm.forward
 
-    result = torch.compile(fn, backend=backend, dynamic=dynamic)(*args, **kwargs)
-    return result, captured
+# ---------------------------------------------------------------- cache entries
+
+
+def code_of(fn):
+    """The code object Dynamo attaches cache entries to, for a function, method, module or code object (ch03)."""
+    if isinstance(fn, types.CodeType):
+        return fn
+    fn = getattr(fn, "_torchdynamo_orig_callable", fn)  # a torch.compile wrapper
+    fn = getattr(fn, "_orig_mod", fn)  # an OptimizedModule
+    if hasattr(fn, "forward") and not hasattr(fn, "__code__"):
+        fn = fn.forward
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        raise TypeError(f"cannot find the code object of {fn!r}")
+    return code
+
+
+def cache_entries(fn) -> list:
+    """Dynamo's cache entries for ``fn``'s code object, in the order the next call checks them (newest first) (ch03).
+
+    Each has ``.code`` (the rewritten code object), ``.guard_manager`` and ``.compile_id``. Uses
+    ``torch._C._dynamo.eval_frame._debug_get_cache_entry_list`` (a debug binding, on 2.11 and 2.13).
+    """
+    get = private("torch._C._dynamo.eval_frame._debug_get_cache_entry_list")
+    return list(get(code_of(fn)))
+
+
+def transformed_code(fn, index: int = 0):
+    """The code object Dynamo runs instead of ``fn``'s, for one cache entry (``0`` = the newest) (ch03)."""
+    entries = cache_entries(fn)
+    if not entries:
+        raise ValueError("no cache entry: call the compiled function first")
+    return entries[index].code
 
 
 @dataclass

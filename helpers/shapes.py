@@ -1,9 +1,10 @@
 """Symbolic shapes: follow recompiles call by call, read shape guards, mark dimensions dynamic (ch11).
 
 Every private torch access of chapter 11 goes through ``helpers.inspect.private`` here (or through
-``helpers.breaks``): ``torch._dynamo.mark_dynamic`` / ``maybe_mark_dynamic``, ``torch._dynamo.config``
-(``assume_static_by_default``, ``automatic_dynamic_shapes``, ``recompile_limit``), the frame counters
-and the ``recompiles`` / ``guards`` logging artifacts. All exist on torch 2.11 and 2.13.
+``helpers.breaks``, ``helpers.dynamo_config`` and ``helpers.logs``): ``torch._dynamo.mark_dynamic`` /
+``maybe_mark_dynamic``, ``torch._dynamo.config`` (``assume_static_by_default``,
+``automatic_dynamic_shapes``, ``recompile_limit``), the frame counters and the ``recompiles`` /
+``guards`` logging artifacts. All exist on torch 2.11 and 2.13.
 """
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import logging
 import re
 from dataclasses import dataclass, field
 
-from .breaks import capture_logs, dynamo_setting, reset_counters
+from .breaks import reset_counters
+from .dynamo_config import dynamo_setting
 from .inspect import private
+from .logs import capture_logs, silence
 
 # ---------------------------------------------------------------- marking dimensions
 
@@ -36,10 +39,8 @@ def maybe_mark_dynamic(t, dim: int):
 
 def shape_policy() -> dict:
     """Dynamo's defaults that decide static vs symbolic sizes, and the recompile limit (ch11)."""
-    limit = "recompile_limit" if hasattr(private("torch._dynamo.config"), "recompile_limit") else "cache_size_limit"
-    return {"assume_static_by_default": dynamo_setting("assume_static_by_default"),
-            "automatic_dynamic_shapes": dynamo_setting("automatic_dynamic_shapes"),
-            "recompile_limit": dynamo_setting(limit)}
+    return {name: dynamo_setting(name)
+            for name in ("assume_static_by_default", "automatic_dynamic_shapes", "recompile_limit")}
 
 
 # ---------------------------------------------------------------- following calls
@@ -81,7 +82,8 @@ def follow_calls(fn, sizes, make_args, *, dynamic=None, mark=None, backend="eage
     handle = register(lambda old, new: converted.append(old.co_name))
     calls = []
     try:
-        with capture_logs("recompiles") as logs, _quiet_limit():
+        # silence: Dynamo's recompile-limit warning, which the chapter reports itself
+        with capture_logs("recompiles") as logs, silence("torch._dynamo", level=logging.ERROR):
             for size in sizes:
                 args = make_args(size)
                 if mark is not None:
@@ -96,20 +98,6 @@ def follow_calls(fn, sizes, make_args, *, dynamic=None, mark=None, backend="eage
     finally:
         handle.remove()
     return calls
-
-
-class _quiet_limit:
-    """Mute Dynamo's 'hit config.recompile_limit' warning while following calls (the chapter reports it)."""
-
-    def __enter__(self):
-        self._logger = logging.getLogger("torch._dynamo")
-        self._level = self._logger.level
-        self._logger.setLevel(logging.ERROR)
-        return self
-
-    def __exit__(self, *exc):
-        self._logger.setLevel(self._level)
-        return False
 
 
 def compiles(calls: list[Call]) -> int:
@@ -184,16 +172,12 @@ def compile_error(fn, *args, backend="eager", **compile_kwargs):
     import torch
 
     reset_counters()
-    guards_logger = logging.getLogger("torch._guards")
-    level = guards_logger.level
-    guards_logger.setLevel(logging.CRITICAL + 1)
     try:
-        torch.compile(fn, backend=backend, **compile_kwargs)(*args)
+        with silence("torch._guards"):
+            torch.compile(fn, backend=backend, **compile_kwargs)(*args)
         return None
     except Exception as exc:  # the chapter shows the exception, whatever its class
         return exc
-    finally:
-        guards_logger.setLevel(level)
 
 
 def symbolic_inputs(gm) -> list[str]:

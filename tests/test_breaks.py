@@ -1,4 +1,4 @@
-"""Unit tests of helpers.breaks (chapter 10): compile statistics, log capture, settings, print_at."""
+"""Unit tests of helpers.breaks (chapter 10): compile statistics, break sites, reordering, print_at."""
 import contextlib
 import io
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from helpers import breaks as hb
-from helpers.env import CourseError
+from helpers.dynamo_config import dynamo_setting
 
 
 def f(x):
@@ -53,44 +53,12 @@ def test_first_line():
     assert hb.first_line("") == ""
 
 
-def test_capture_logs_collects_graph_breaks_quietly(capfd):
-    hb.reset_counters()
-    with hb.capture_logs("graph_breaks") as logs:
-        quiet(torch.compile(f, backend="eager"), torch.randn(4))
-    assert len(logs.messages("graph_breaks")) == 1
-    assert any("reorderable_logging_functions" in line for line in logs.lines())
-    assert logs.messages("no_such_artifact") == []
-    assert "Graph break" not in capfd.readouterr().err  # collected, not printed
-
-
-def test_dynamo_config_patches_and_restores():
-    before = hb.dynamo_setting("capture_scalar_outputs")
-    with hb.dynamo_config(capture_scalar_outputs=not before):
-        assert hb.dynamo_setting("capture_scalar_outputs") is (not before)
-    assert hb.dynamo_setting("capture_scalar_outputs") is before
-    with pytest.raises(CourseError):
-        with hb.dynamo_config(no_such_setting_anywhere=True):
-            pass
-    with pytest.raises(CourseError):
-        hb.dynamo_setting("no_such_setting_anywhere")
-
-
 def test_reorderable_print_removes_the_break():
     with hb.reorderable(print):
-        assert print in hb.dynamo_setting("reorderable_logging_functions")
+        assert print in dynamo_setting("reorderable_logging_functions")
         st = quiet(hb.compile_stats, f, torch.randn(4))
     assert (st.graphs, st.resume_functions) == (1, [])
-    assert print not in hb.dynamo_setting("reorderable_logging_functions")
-
-
-def test_silence_restores_level():
-    import logging
-
-    logger = logging.getLogger("torch._dynamo")
-    level = logger.level
-    with hb.silence("torch._dynamo"):
-        assert logger.level > logging.CRITICAL
-    assert logger.level == level
+    assert print not in dynamo_setting("reorderable_logging_functions")
 
 
 def test_print_at_places_the_print():

@@ -1,10 +1,12 @@
-"""Unit tests of helpers.codegen (chapter 9): rewritten code objects, roles, jumps, expectations."""
-import sys
+"""Unit tests of helpers.codegen (chapter 9): rewritten code objects, roles, jumps, size sweeps."""
+import inspect
 
 import pytest
 import torch
 
 from helpers import codegen as cg
+from helpers.bytecode import instructions
+from helpers.dynamo_config import has_setting
 
 
 def f(x, n):
@@ -15,24 +17,12 @@ def choose(x):
     return 1 if x is None else 2
 
 
-def test_python_minor():
-    assert cg.python_minor() == f"{sys.version_info[0]}.{sys.version_info[1]}"
-
-
-def test_instructions_listing_and_side_by_side():
-    ins = cg.instructions(f)
-    assert ins[0].opname == "RESUME" and ins[-1].opname == "RETURN_VALUE"
-    assert [i.argval for i in ins if i.opname == "LOAD_FAST"][:2] == ["x", "n"]
-    text = cg.listing(f, start=1, stop=3)
-    assert "1 instructions above" in text and "more instructions not shown" in text
+def test_side_by_side():
+    ins = instructions(f)
     table = cg.side_by_side(f, choose, titles=("a", "b"))
     assert table.splitlines()[0].startswith("a") and "b" in table.splitlines()[0]
-    assert len(table.splitlines()) == 2 + max(len(ins), len(cg.instructions(choose)))
-
-
-def test_short_hides_compiled_fn_uuid():
-    assert cg._short("NULL + __compiled_fn_3_0d77ef53_6bc9_4019_a9a6_e2f71883d62d") == "NULL + __compiled_fn_3_…"
-    assert cg._short("__resume_at_40_3") == "__resume_at_40_3"
+    assert len(table.splitlines()) == 2 + max(len(ins), len(instructions(choose)))
+    assert str(ins[1]) in table.splitlines()[3]
 
 
 def test_capture_rewrites_sees_original_and_modified_code():
@@ -41,22 +31,23 @@ def test_capture_rewrites_sees_original_and_modified_code():
     assert torch.allclose(out, f(x, 3))
     assert rw.names == ["f"] and len(rw) == 1
     n_orig, n_mod = rw[0].sizes
-    assert n_orig == len(cg.instructions(f)) and n_mod > n_orig
-    mod = cg.instructions(rw[0].modified)
+    assert n_orig == len(instructions(f)) and n_mod > n_orig
+    mod = instructions(rw[0].modified)
     assert any(str(i.argval).startswith("__compiled_fn") for i in mod)
     assert not any(i.opname == "BINARY_OP" for i in mod)  # the math moved into the graph
 
 
 def test_markers_switch_changes_the_code():
-    if not cg.has_marker_flag():
+    if not has_setting("record_runtime_overhead"):
         pytest.skip("this torch has no record_runtime_overhead flag")
     x = torch.randn(4)
     _, with_markers = cg.capture_rewrites(f, x, 3)
     _, core = cg.capture_rewrites(f, x, 3, markers=False)
-    names = lambda code: {str(i.argval) for i in cg.instructions(code)}  # noqa: E731
+    names = lambda code: {str(i.argval) for i in instructions(code)}  # noqa: E731
     assert "record_pregraph_bytecode_enter" in names(with_markers[0].modified)
     assert "record_pregraph_bytecode_enter" not in names(core[0].modified)
-    assert len(cg.instructions(core[0].modified)) < len(cg.instructions(with_markers[0].modified))
+    assert len(instructions(core[0].modified)) < len(instructions(with_markers[0].modified))
+    assert has_setting("record_runtime_overhead") and not has_setting("no_such_setting_anywhere")
 
 
 def test_roles_of_the_core():
@@ -69,11 +60,6 @@ def test_roles_of_the_core():
     assert counts["push inputs"] == 1 and counts["load graph"] == 1 and counts["unpack outputs"] == 5
     assert sum(counts.values()) == len(labelled)
     assert "load graph" in cg.role_listing(core[0].modified)
-
-
-def test_compiled_fn_names_sorted_by_number():
-    ns = {"__compiled_fn_10_ab": 1, "__compiled_fn_2_cd": 2, "other": 3}
-    assert cg.compiled_fn_names(ns) == ["__compiled_fn_2_cd", "__compiled_fn_10_ab"]
 
 
 def test_cleaned_and_jumps_reference_instruction_objects():
@@ -91,7 +77,7 @@ def test_insert_nops_moves_jump_targets_by_two_bytes_each():
     base = cg.first_jump_target(cg.insert_nops(choose, 0))
     for k in (1, 4):
         code = cg.insert_nops(choose, k)
-        assert sum(i.opname == "NOP" for i in cg.instructions(code)) == k
+        assert sum(i.opname == "NOP" for i in instructions(code)) == k
         assert cg.first_jump_target(code) - base == 2 * k
     with pytest.raises(ValueError):
         cg.first_jump_target(f)
@@ -107,3 +93,27 @@ def test_synthetic_and_graph_outputs():
 
     _, g = capture_graphs(fn, a, b, c)
     assert len(cg.graph_outputs(g.graphs[0])) == 2
+
+
+def test_synthetic_source_file_decides_the_converted_frame():
+    fn = cg.synthetic(2, 1)
+    assert inspect.getsource(fn) == fn.source  # registered with linecache
+    bare = cg.synthetic(2, 1, source_file=False)
+    assert inspect.getsourcefile(bare) is None and torch.equal(bare(torch.ones(2), torch.ones(2))[0], 2 * torch.ones(2))
+    a, b = torch.randn(3), torch.randn(3)
+    _, rw = cg.capture_rewrites(fn, a, b, markers=False)
+    assert rw.names == ["fn"]
+    pushed = [i for i, role in cg.roles(rw[0].modified) if role == "push inputs"]
+    assert [i.argval for i in pushed] == ["x0", "x1"]
+    _, rw = cg.capture_rewrites(bare, a, b, markers=False)
+    assert rw.names[0] in ("fn", "inner")  # torch 2.11 wraps a function without a source file
+
+
+def test_via_args_pushes_inputs_from_args():
+    fn = cg.via_args(cg.synthetic(2, 1))
+    a, b = torch.randn(3), torch.randn(3)
+    out, rw = cg.capture_rewrites(fn, a, b, markers=False)
+    assert torch.allclose(out[0], a + b) and rw.names == ["call"]
+    pushed = [i for i, role in cg.roles(rw[0].modified) if role == "push inputs"]
+    assert [i.opname for i in pushed].count("BINARY_SUBSCR") == 2
+    assert any(i.opname == "LOAD_FAST" and i.argval == "args" for i in pushed)

@@ -1,11 +1,10 @@
 """Unit tests of helpers/guards.py (chapter 6)."""
-import logging
-
 import pytest
 import torch
 
 from helpers import guards as hg
-from helpers.inspect import clear_compile_state
+from helpers.dynamo_config import dynamo_config
+from helpers.inspect import cache_entries, clear_compile_state, private
 
 SCALE = 1.0
 
@@ -24,19 +23,9 @@ def f():
     return fn
 
 
-def test_code_of_unwraps_compiled_functions_and_modules():
-    fn = make(2)
-    assert hg.code_of(fn) is fn.__code__
-    assert hg.code_of(torch.compile(fn, backend="eager")) is fn.__code__
-    lin = torch.nn.Linear(2, 2)
-    assert hg.code_of(lin) is type(lin).forward.__code__
-    assert hg.code_of(torch.compile(lin, backend="eager")) is type(lin).forward.__code__
-    with pytest.raises(TypeError):
-        hg.code_of(42)
-
-
 def test_cache_entries_tree_and_leaves(f):
     assert hg.entry_ids(f) == ["0/0"] or len(hg.entry_ids(f)) == 1
+    assert len(hg.entry_ids(f)) == len(cache_entries(f))
     tree = hg.guard_tree(f)
     assert "RootGuardManager" in tree and "TENSOR_MATCH" in tree
     leaves = dict((check, kind) for kind, check in hg.guard_leaves(f))
@@ -56,7 +45,8 @@ def test_guard_tree_needs_a_compiled_call():
 def test_show_tree_trims_and_notes_what_it_cut(f):
     text = hg.show_tree(f, width=80)
     assert all(len(line) <= 80 for line in text.splitlines())
-    assert "DIMENSION_DYNAMIC_MARKING_GUARD lines left out" in text
+    marked = "DIMENSION_DYNAMIC_MARKING_GUARD" in hg.guard_tree(f)  # torch 2.13 prints them, 2.11 does not
+    assert ("DIMENSION_DYNAMIC_MARKING_GUARD lines left out" in text) == marked
     assert "tag_safe" not in text and "# " not in text
 
 
@@ -112,7 +102,7 @@ def test_recompile_log_counts_and_reasons_without_touching_stderr(capsys):
     assert not log.limit_hit
     assert "Recompiling" not in capsys.readouterr().err
     # the artifact is switched off again afterwards
-    log_state = hg.private("torch._logging._internal.log_state")
+    log_state = private("torch._logging._internal.log_state")
     assert not log_state.is_artifact_enabled("recompiles")
 
 
@@ -122,7 +112,7 @@ def test_recompile_log_empty_and_limit_warning():
     def h(x, n):
         return x * n
     clear_compile_state()
-    with hg.recompile_limit_set(2), hg.recompile_log() as log:
+    with dynamo_config(recompile_limit=2), hg.recompile_log() as log:
         ch = torch.compile(h, backend="eager", dynamic=False)
         for n in range(4):
             ch(torch.ones(2), n)
@@ -135,22 +125,3 @@ def test_guard_latency_log_collects_one_value_per_compile():
     with hg.guard_latency_log() as values:
         torch.compile(make(3), backend="eager")(torch.randn(2), 1)
     assert len(values) == 1 and values[0] > 0
-
-
-def test_capture_artifact_restores_logger_state():
-    import torch._dynamo  # noqa: F401  (registers the loggers)
-    loggers = hg._artifact_loggers("recompiles")
-    assert loggers, "no recompiles logger found"
-    before = [(lg.level, lg.propagate, list(lg.handlers)) for lg in loggers]
-    with hg.capture_artifact("recompiles") as messages:
-        loggers[0].debug("hello %s", "there")
-    assert messages == ["hello there"]
-    assert [(lg.level, lg.propagate, list(lg.handlers)) for lg in loggers] == before
-    assert logging.getLogger(loggers[0].name).level == before[0][0]
-
-
-def test_recompile_limit_read_and_set():
-    assert hg.recompile_limit() == 8
-    with hg.recompile_limit_set(3):
-        assert hg.recompile_limit() == 3
-    assert hg.recompile_limit() == 8

@@ -27,7 +27,8 @@ def test_explain_sees_a_graph_break():
 
 def test_capture_and_aot_graphs():
     _, cap = hi.capture_graphs(f, torch.randn(8))
-    assert cap.count == 1 and cap.op_nodes() == ["sin", "cos", "mul", "tanh", "add"]
+    assert isinstance(cap, hi.GraphRecorder) and cap.runs == 1
+    assert cap.count == cap.compiles == 1 and cap.op_nodes() == ["sin", "cos", "mul", "tanh", "add"]
     _, aot = hi.aot_graphs(f, torch.randn(8, requires_grad=True))
     assert len(aot.forward) == 1 and len(aot.backward) == 1
     assert "aten.sin.default" in aot.op_nodes("forward")
@@ -54,3 +55,77 @@ def test_dispatched_ops_and_planted_bug():
     with hi.inject_codegen_bug():
         assert not torch.allclose(torch.compile(g)(v), g(v))
     assert torch.allclose(torch.compile(g)(v), g(v))
+
+
+def helper(t):
+    return t.cos()
+
+
+def uses_helper(x):
+    return helper(x) + 1
+
+
+def test_graph_recorder_counts_graphs_and_runs():
+    hi.clear_compile_state()
+    rec = hi.GraphRecorder()
+    cf = torch.compile(uses_helper, backend=rec)
+    x = torch.randn(3)
+    for _ in range(3):
+        assert torch.allclose(cf(x), uses_helper(x))
+    assert rec.compiles == rec.count == 1 and rec.runs == 3
+    assert rec.placeholders() == ["L_x_"]
+    assert rec.op_nodes() == ["cos", "add"]
+    assert [t for t, _ in rec.call_targets()][1].__name__ == "add"
+    assert rec.source_functions() == ["helper", "uses_helper"]
+    assert "cos" in rec.code() and "def forward" in rec.code()
+    short, full = rec.readable(), rec.readable(short_paths=False)
+    assert "# File: test_inspect.py:" in short and "/tests/test_inspect.py" in full
+    rec.reset()
+    assert rec.compiles == 0 and rec.runs == 0
+
+
+def test_graph_recorder_index_defaults_to_the_newest_graph():
+    def g(x, n):
+        return x * n
+
+    hi.clear_compile_state()
+    rec = hi.GraphRecorder()
+    cg = torch.compile(g, backend=rec, dynamic=False)
+    cg(torch.randn(2), 2)
+    cg(torch.randn(2, 2), 2)
+    assert rec.compiles == 2 and rec.placeholders() == rec.placeholders(1) == ["L_x_"]
+    assert "f32[2, 2]" in rec.readable() and "f32[2, 2]" not in rec.readable(0)
+
+
+def make_adder(k):
+    def add(x):
+        return x + k
+    return add
+
+
+def test_code_of_unwraps_compiled_functions_modules_and_code():
+    fn = make_adder(2)
+    assert hi.code_of(fn) is fn.__code__ and hi.code_of(fn.__code__) is fn.__code__
+    assert hi.code_of(torch.compile(fn, backend="eager")) is fn.__code__
+    lin = torch.nn.Linear(2, 2)
+    assert hi.code_of(lin) is type(lin).forward.__code__
+    assert hi.code_of(torch.compile(lin, backend="eager")) is type(lin).forward.__code__
+    with pytest.raises(TypeError):
+        hi.code_of(42)
+
+
+def test_cache_entries_and_transformed_code_newest_first():
+    hi.clear_compile_state()
+    fn = make_adder(1)
+    with pytest.raises(ValueError, match="no cache entry"):
+        hi.transformed_code(fn)
+    assert hi.cache_entries(fn) == []
+    before = fn.__code__
+    cf = torch.compile(fn, backend="eager", dynamic=False)
+    cf(torch.randn(3))
+    first = hi.transformed_code(fn)
+    cf(torch.randn(3).double())  # a dtype guard fails: a second entry, checked first
+    entries = hi.cache_entries(fn)
+    assert fn.__code__ is before and len(entries) == 2
+    assert hi.transformed_code(fn, 1) is first and hi.transformed_code(fn) is entries[0].code is not first
+    assert any(name.startswith("__compiled_fn") for name in first.co_names)

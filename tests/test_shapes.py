@@ -88,7 +88,7 @@ def test_symbols_in_graphs():
 
 
 def test_unbacked_symbols_from_item():
-    from helpers.breaks import dynamo_config
+    from helpers.dynamo_config import dynamo_config
 
     def ub(x):
         return torch.zeros(x.sum().item())
