@@ -144,3 +144,22 @@ def first_call(fn, *args) -> float:
 def time_it(fn, *args, gpu_alone: bool = False, **kw) -> Timing:
     """The default timer of the course: wall per call, or GPU time alone when asked (and on GPU)."""
     return gpu_time(fn, *args, **kw) if gpu_alone else wall(fn, *args, **kw)
+
+
+def interleaved(contenders: dict, *args, rounds: int = 3, gpu_alone: bool = False, **kw) -> dict:
+    """Time several callables on the same inputs in alternating rounds; name → Timing (ch02).
+
+    Each round times every contender once (``time_it``); a contender's result is the median of its
+    round medians. Alternating keeps slow drifts of the machine (allocator state, clocks, other
+    processes) from favouring whichever was timed first — on a small CPU they easily exceed 2×.
+    """
+    rows: dict = {name: [] for name in contenders}
+    for _ in range(rounds):
+        for name, fn in contenders.items():
+            rows[name].append(time_it(fn, *args, gpu_alone=gpu_alone, **kw))
+    out = {}
+    for name, timings in rows.items():
+        medians = sorted(t.median for t in timings)
+        out[name] = Timing(statistics.median(medians), medians[0], medians[-1], len(medians),
+                           timings[0].inner, timings[0].what + f", median of {rounds} alternating rounds")
+    return out
