@@ -4,6 +4,7 @@ import sys
 import torch
 
 from helpers import bytecode as bc
+from helpers.inspect import clear_compile_state, private
 from helpers.logs import Logs, capture_logs
 
 
@@ -59,7 +60,7 @@ def test_hook_probe_sees_callback_only_inside_a_compiled_call():
         probe()
         return y + 1
 
-    torch._dynamo.reset()
+    clear_compile_state()
     probe()
     torch.compile(step, backend="eager")(torch.randn(4))
     probe()
@@ -69,7 +70,7 @@ def test_hook_probe_sees_callback_only_inside_a_compiled_call():
 
 
 def test_watch_frames_counts_first_call_only_and_restores():
-    from torch._dynamo.convert_frame import CatchErrorsWrapper
+    CatchErrorsWrapper = private("torch._dynamo.convert_frame.CatchErrorsWrapper")
 
     original = CatchErrorsWrapper.__call__
 
@@ -79,7 +80,7 @@ def test_watch_frames_counts_first_call_only_and_restores():
     def step(x):
         return double(x) + 1
 
-    torch._dynamo.reset()
+    clear_compile_state()
     c = torch.compile(step, backend="eager")
     with bc.watch_frames() as log:
         c(torch.randn(4))
@@ -160,7 +161,7 @@ def test_guard_tree_parsing_and_guard_trees():
 
 
 def test_recompile_reasons():
-    torch._dynamo.reset()
+    clear_compile_state()
 
     def g(x, n):
         return x * n
