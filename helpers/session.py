@@ -15,9 +15,10 @@ def setup(chapter: str) -> None:
     require_torch()
     _STATE["chapter"] = chapter
     _STATE["env"] = None
-    from . import figures
+    from . import figures, numbers
 
     figures.RECORDED.clear()
+    numbers.REFERENCES.clear()
     use_cache_dir(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or cache_root())
     warnings.filterwarnings("ignore", message=".*TF32.*")
     seed_everything(0)
