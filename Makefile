@@ -8,7 +8,7 @@ TORCH_SPEC ?= torch==2.13.0
 CHAPTERS ?=
 RUN_DIR ?= runs/latest
 
-.PHONY: setup book test lint run publish clean
+.PHONY: setup book test lint lab run publish clean
 
 setup: $(STAMP)
 
@@ -18,11 +18,8 @@ $(STAMP): pyproject.toml
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)"
 	$(PY) -m pip install -q -e ".[run,book,test]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
-	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
-	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) ; } || \
-	  echo "note: chromium not found; the browser test needs it (apt-get install chromium)"
-	touch $(STAMP)
+	.ci/install-chromium
+	touch $(STAMP)  # only reached when every step above succeeded
 
 book: setup
 	$(VENV)/bin/jupyter-book build . --warningiserror --nitpick --keep-going
@@ -32,6 +29,11 @@ test: setup
 
 lint: setup
 	$(PY) -m helpers lint
+
+# Open the chapters in JupyterLab (installed into .venv on first use).
+lab: setup
+	$(PY) -c "import jupyterlab" 2>/dev/null || $(PY) -m pip install -q jupyterlab
+	$(VENV)/bin/jupyter lab chapters/
 
 # On the GPU machine: execute + verify, then copy the verified outputs into chapters/.
 run: setup

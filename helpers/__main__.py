@@ -1,4 +1,4 @@
-"""``python -m helpers run|verify|publish|lint``: the course's command line (ch01)."""
+"""The course's command line: run, verify, publish, lint and guide (introduced in chapter 1)."""
 from __future__ import annotations
 
 import argparse
@@ -8,7 +8,10 @@ from .env import CourseError
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers",
+        description="torch.compile, opened up: execute and verify the chapter notebooks, publish a verified "
+                    "GPU run, lint the chapters, regenerate the instructor guide.")
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="execute chapter notebooks with papermill, verify them, write a report")
     r.add_argument("chapters", nargs="*", help="ch01, 2, ch02_four_stations or a path; none = all")

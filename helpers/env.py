@@ -12,7 +12,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-SUPPORTED_TORCH = ("2.11", "2.14")  # oldest tested, first untested (exclusive)
+SUPPORTED_TORCH = ("2.11",)  # the oldest torch the course runs on
+VERIFIED_TORCH = ("2.11", "2.13", "2.15")  # every chapter verified on these (2.11: H200; 2.13: CI; 2.15: CPU)
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -40,7 +41,7 @@ def require_torch(minimum: str = SUPPORTED_TORCH[0], version: str | None = None)
     if _version_tuple(version) < _version_tuple(minimum):
         raise CourseError(
             f"This course needs torch >= {minimum}; found {version}. "
-            f"Upgrade with `pip install -U 'torch>={minimum}'` (tested: {SUPPORTED_TORCH[0]} to 2.13)."
+            f"Upgrade with `pip install -U 'torch>={minimum}'` (verified: {', '.join(VERIFIED_TORCH)})."
         )
     return version
 
@@ -63,6 +64,7 @@ class Env:
     python: str
     driver: str | None = None
     cpu_count: int = 0
+    threads: int = 0  # intra-op threads torch uses (set by configure: 1 on a CPU, so timings survive a busy machine)
     colab: bool = False
     git_commit: str | None = None
     date: str = ""
@@ -82,13 +84,24 @@ class Env:
     def on_gpu(self) -> bool:
         return self.device == "cuda"
 
+    @property
+    def verified_torch(self) -> bool:
+        return self.torch_minor in VERIFIED_TORCH
+
     def banner(self) -> str:
         gpu = f"{self.device_name} ({self.device_class}, driver {self.driver})" if self.on_gpu else (
-            f"CPU ({self.cpu_count} cores: {self.device_name})")
+            f"CPU ({self.cpu_count} cores: {self.device_name}; timing with {self.threads or '?'} "
+            f"thread{'s' if self.threads != 1 else ''}, vector ISA {self.extra.get('cpu_capability', '?')})")
         tri = f", triton {self.triton}" if self.triton else ""
-        return (f"device:  {gpu}, scale {self.scale}\n"
-                f"software: torch {self.torch}{tri}, python {self.python}\n"
-                f"run:     {self.date}, course commit {self.git_commit or 'unknown'}")
+        lines = [f"device:  {gpu}, scale {self.scale}",
+                 f"software: torch {self.torch}{tri}, python {self.python}",
+                 f"run:     {self.date}, course commit {self.git_commit or 'unknown'}"]
+        if not self.verified_torch:
+            lines.append(f"note:    torch {self.torch_minor} is not a verified version (verified: "
+                         f"{', '.join(VERIFIED_TORCH)}). Everything runs, but where this torch behaves "
+                         "differently the text describes the verified versions, and such figures are "
+                         "marked 'unverified'.")
+        return "\n".join(lines)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -100,7 +113,12 @@ def _git_commit() -> str | None:
     try:
         out = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True, timeout=5)
-        return out.stdout.strip() or None
+        commit = out.stdout.strip()
+        if not commit:
+            return None
+        dirty = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        return commit + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return None
 
@@ -164,10 +182,16 @@ def detect(device: str = "auto", scale: str = "auto", chapter: str | None = None
         name, cls, driver = torch.cuda.get_device_name(), f"sm{major}{minor}", _driver()
     else:
         name, cls, driver = _cpu_name(), "cpu", None
+    extra = {}
+    try:
+        extra["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+    except Exception:  # pragma: no cover - very old torch
+        pass
     return Env(device=device, device_class=cls, device_name=name, scale=resolve_scale(scale, device),
                torch=version, triton=triton_version, python=platform.python_version(), driver=driver,
-               cpu_count=os.cpu_count() or 1, colab=in_colab(), git_commit=_git_commit(),
-               date=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), chapter=chapter)
+               cpu_count=os.cpu_count() or 1, threads=torch.get_num_threads(), colab=in_colab(),
+               git_commit=_git_commit(), date=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+               chapter=chapter, extra=extra)
 
 
 def seed_everything(seed: int = 0) -> None:

@@ -13,7 +13,7 @@ import re
 import types
 from dataclasses import dataclass, field
 
-from .env import SUPPORTED_TORCH, CourseError
+from .env import VERIFIED_TORCH, CourseError
 
 
 def private(path: str):
@@ -26,7 +26,7 @@ def private(path: str):
 
         raise CourseError(
             f"helpers needs the private torch API `{path}`, which torch {torch.__version__} does not have. "
-            f"The course is tested on torch {SUPPORTED_TORCH[0]} to 2.13; install one of those, or report "
+            f"The course is verified on torch {', '.join(VERIFIED_TORCH)}; install one of those, or report "
             f"this so helpers/inspect.py can follow the move."
         ) from exc
 

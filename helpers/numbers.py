@@ -44,44 +44,32 @@ def replay(name: str, chapter: str | None = None):
     return fig["value"]
 
 
-def table(rows: list[tuple], chapter: str | None = None):
-    """Show the chapter's numbers: series value, canonical run, your run, check status.
+TABLE_META_KEY = "course_table"
 
-    ``rows`` are ``(label, reference_name_or_None, figure_name, fmt)`` tuples.
+
+def table(rows: list[tuple], chapter: str | None = None):
+    """Show the chapter's numbers: the series' value, this book's run, your run, and the check.
+
+    ``rows`` are ``(label, reference_name_or_None, figure_name, fmt)`` tuples. The book's values come
+    from the published record of this chapter (``helpers/canonical``); ``publish`` re-renders the
+    table of the notebooks it publishes so that the page shows only its own run.
     """
     from .session import _STATE, current_env
 
     chapter = chapter or _STATE["chapter"]
+    spec = [list(r) for r in rows]
     record = canonical(chapter) or {"figures": {}, "env": {}}
-    cenv = record.get("env", {})
-    env = current_env()
-    canon_head = (f"Canonical ({cenv.get('device_name', '?')}, torch {str(cenv.get('torch', '?')).split('+')[0]})"
-                  if record["figures"] else "Canonical (not yet published)")
-    where = env.device_name if env.on_gpu else "CPU"
-    lines = [f"| Figure | Series (L40S, torch 2.8) | {canon_head} | Your run ({where}) | Check |",
-             "|---|---|---|---|---|"]
-    marks = {"pass": "✅ pass", "fail": "❌ fail", "record": "recorded", "unbanded": "no band here"}
-    for label, ref, name, fmt in rows:
-        series = REFERENCES.get(ref) if ref else None
-        series_txt = _fmt(series["value"], fmt, series["unit"]) if series else "—"
-        c = record["figures"].get(name)
-        canon_txt = _fmt(c["value"], fmt, c.get("unit", "")) if c else "—"
-        mine = RECORDED.get(name)
-        mine_txt = _fmt(mine.value, fmt, mine.unit) if mine else "not measured here"
-        status = marks[mine.status] + f" ({mine.rule})" if mine else "—"
-        lines.append(f"| {label} | {series_txt} | {canon_txt} | {mine_txt} | {status} |")
-    if record["figures"]:
-        lines.append("")
-        lines.append(f"Canonical run verified {record.get('verified')} on {cenv.get('device_name')}, "
-                     f"driver {cenv.get('driver')}, torch {cenv.get('torch')}, triton {cenv.get('triton')}, "
-                     f"Python {cenv.get('python')}, commit {cenv.get('git_commit')}.")
-    text = "\n".join(lines)
+    env = current_env().as_dict()
+    mine = {name: {"value": f.value, "unit": f.unit, "status": f.status, "rule": f.rule, "note": f.note}
+            for name, f in RECORDED.items()}
+    text = render_table(spec, REFERENCES, record["figures"], record.get("env") or None, mine, env)
     try:
         from IPython import get_ipython
-        from IPython.display import Markdown, display
+        from IPython.display import display
 
         if get_ipython() is not None:
-            display(Markdown(text))
+            display({"text/markdown": text, "text/plain": text}, raw=True,
+                    metadata={TABLE_META_KEY: {"rows": spec, "chapter": chapter}})
             return None
     except ImportError:
         pass
@@ -89,11 +77,63 @@ def table(rows: list[tuple], chapter: str | None = None):
     return None
 
 
+def run_label(env: dict | None) -> str:
+    """A one-line name of a run: device, versions, date and commit."""
+    if not env:
+        return "no published run"
+    dev = env.get("device_name") if env.get("device") == "cuda" else f"CPU ({env.get('device_name')})"
+    tri = f", triton {env['triton']}" if env.get("triton") else ""
+    drv = f", driver {env['driver']}" if env.get("driver") else ""
+    return (f"{dev}{drv}, torch {env.get('torch')}{tri}, Python {env.get('python')}, "
+            f"{env.get('date')}, course commit {env.get('git_commit')}")
+
+
+def short_device(env: dict | None) -> str:
+    if not env:
+        return "?"
+    return env.get("device_name", "?") if env.get("device") == "cuda" else "CPU"
+
+
+def render_table(spec: list, series: dict, book: dict, book_env: dict | None, mine: dict | None = None,
+                 mine_env: dict | None = None) -> str:
+    """The numbers table as Markdown (a pure function: ``table`` and ``publish`` both call it).
+
+    ``series``: reference name → glued reference; ``book`` and ``mine``: figure name → value, unit,
+    status, rule. Without ``mine`` the table is the book's page: series, book, check.
+    """
+    from .figures import check_mark
+
+    reader = mine is not None
+    head = ["Figure", "Series (L40S, torch 2.8)", f"This book ({short_device(book_env)})"]
+    if reader:
+        head += [f"Your run ({short_device(mine_env)})"]
+    head += ["Check" + (" (your run)" if reader else "")]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for label, ref, name, fmt in spec:
+        s = series.get(ref) if ref else None
+        b = book.get(name)
+        cells = [label, _fmt(s["value"], fmt, s.get("unit", "")) if s else "—",
+                 _fmt(b["value"], fmt, b.get("unit", "")) if b else "—"]
+        judged = (mine or {}).get(name) if reader else b
+        if reader:
+            cells.append(_fmt(judged["value"], fmt, judged.get("unit", "")) if judged else "not measured here")
+        cells.append(check_mark(judged["status"], judged.get("rule", "")) if judged and judged.get("status") else "—")
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    lines += ["", f"**This book:** {run_label(book_env)}" + ("." if reader else
+              " — the run every output on this page comes from.")]
+    if reader:
+        lines += ["", f"**Your run:** {run_label(mine_env)}."]
+    return "\n".join(lines)
+
+
 def _fmt(value, fmt: str, unit: str) -> str:
+    from .figures import unit_for
+
     if isinstance(value, (int, float)) and not isinstance(value, bool) and fmt:
         text = format(value, fmt)
     else:
         text = str(value)
+    unit = unit_for(value, unit)
     if not unit:
         return text
     return f"{text}{unit}" if unit in ("×", "%") else f"{text} {unit}"

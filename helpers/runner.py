@@ -116,6 +116,8 @@ def run(names: list[str], *, device="auto", scale="auto", shard=None, out=None, 
     device_resolved = resolve_device(device)  # fails loudly for cuda without a GPU
     i, n = parse_shard(shard)
     notebooks = notebooks[i - 1::n]
+    if not notebooks:
+        raise CourseError(f"shard {i}/{n} of {len(resolve(names))} chapter(s) holds no chapter: use fewer shards.")
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out_dir = (Path(out) if out else REPO_ROOT / "runs" / f"{stamp}-{device_resolved}").resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -137,21 +139,66 @@ def run(names: list[str], *, device="auto", scale="auto", shard=None, out=None, 
     return 0 if report["ok"] else 1
 
 
+def explain_problem(fig: dict, env: dict) -> str:
+    """What a failed figure means for the reader: behaviour changed, or hardware/timing."""
+    kind = (fig.get("expect") or {}).get("kind")
+    val = f"{fig.get('value')!r}{(' ' + fig['unit']) if fig.get('unit') else ''}"
+    if fig["status"] == "unverified":
+        return f"`{fig['name']}` = {val}: unverified ({fig.get('rule')})."
+    if kind == "exact":
+        return (f"`{fig['name']}` = {val}, expected {fig.get('rule')}: an exact count, so torch "
+                f"{env.get('torch')} behaves differently from what the chapter says. This is not your machine; "
+                "the chapter's text is out of date for this torch (please report it).")
+    if kind == "band":
+        retried = " It was measured twice." if "re-measured" in (fig.get("note") or "") else ""
+        return (f"`{fig['name']}` = {val}, outside its band ({fig.get('rule')}): a hardware or timing figure."
+                f"{retried} Close other programs and run the chapter again; if it still misses, your hardware "
+                "differs from every machine the band was set on — compare with the book's value below.")
+    if kind == "record":
+        return (f"`{fig['name']}` = {val}, outside its sanity range ({fig.get('rule')}): the measurement itself "
+                "broke (a stalled machine, a timer problem). Run the chapter again.")
+    return f"`{fig['name']}` = {val}: {fig.get('rule')}."
+
+
 def write_report(report: dict, out_dir: Path) -> None:
+    """report.json, and report.md: per chapter, per figure, the series, the book's run and this run."""
+    from .figures import check_mark
+    from .numbers import _fmt, canonical, run_label
+
     (out_dir / "report.json").write_text(json.dumps(report, indent=1, default=str))
     env = report["environment"]
+    n_fail = sum(nb["counts"].get("fail", 0) for nb in report["notebooks"])
     lines = [f"# Course run {report['started']}", "",
-             f"- device: {env.get('device_name')} ({env.get('device_class')}), driver {env.get('driver')}",
-             f"- torch {env.get('torch')}, triton {env.get('triton')}, python {env.get('python')}",
-             f"- git commit {env.get('git_commit')}; scale {report['scale']}; shard {report['shard']}",
-             f"- result: {'PASSED' if report['ok'] else 'FAILED'}", ""]
+             f"- this run: {run_label(env)}",
+             f"- scale {report['scale']}; shard {report['shard']}; {len(report['notebooks'])} chapters",
+             f"- result: **{'PASSED' if report['ok'] else 'FAILED'}**" + (f" ({n_fail} figures missed)" if n_fail else ""),
+             "", "Exact figures that fail mean torch behaves differently from the text; band figures that fail "
+             "are hardware or timing (each was measured twice before failing where the chapter allows).", ""]
     for nb in report["notebooks"]:
-        lines += [f"## {Path(nb['path']).name}: {nb['status']} ({nb['seconds']} s)", ""]
-        lines += [f"- problem: {p}" for p in nb["problems"]]
-        if nb["figures"]:
-            lines += ["", "| figure | value | unit | expectation | status |", "|---|---|---|---|---|"]
-            lines += [f"| {f['name']} | {f.get('value')} | {f.get('unit', '')} | {f.get('rule', '')} | "
-                      f"{f['status']} |" for f in nb["figures"]]
+        name = Path(nb["path"]).name
+        chapter = CHAPTER_FILE.match(name).group(1) if CHAPTER_FILE.match(name) else None
+        book = canonical(chapter) if chapter else None
+        lines += [f"## {name}: {nb['status']} ({nb['seconds']} s)", ""]
+        if book:
+            lines += [f"This book: {run_label(book.get('env'))}.", ""]
+        bad = [f for f in nb["figures"] if f["status"] in ("fail", "unverified")]
+        lines += [f"- {explain_problem(f, env)}" for f in bad]
+        lines += [f"- problem: {p}" for p in nb["problems"] if not p.startswith("figure ")]
+        labels = {row[2]: (row[0], row[1], row[3]) for row in nb.get("tables", [])}
+        series = {f["name"]: f for f in nb["figures"] if f["status"] == "reference"}
+        own = [f for f in nb["figures"] if f["status"] not in NOT_MEASURED_HERE]
+        if own:
+            lines += ["", "| figure | series | this book | this run | check |", "|---|---|---|---|---|"]
+            for f in own:
+                label, ref, fmt = labels.get(f["name"], (None, None, ""))
+                s = series.get(ref) if ref else None
+                b = (book or {}).get("figures", {}).get(f["name"])
+                cells = [f"{label} (`{f['name']}`)" if label else f"`{f['name']}`",
+                         _fmt(s["value"], fmt, s.get("unit", "")) if s else "—",
+                         _fmt(b["value"], fmt, b.get("unit", "")) if b else "—",
+                         _fmt(f.get("value"), fmt, f.get("unit", "")),
+                         check_mark(f["status"], f.get("rule", "")) + (f" ({f['note']})" if f.get("note") else "")]
+                lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
         lines.append("")
     (out_dir / "report.md").write_text("\n".join(lines))
 
@@ -162,18 +209,25 @@ def verify_paths(paths: list[str]) -> int:
         raise CourseError("verify needs at least one executed .ipynb (or a run folder).")
     files: list[Path] = []
     for p in map(Path, paths):
-        files += sorted(p.glob("ch*.ipynb")) if p.is_dir() else [p]
+        if p.is_dir():
+            found = sorted(p.glob("ch*.ipynb"))
+            if not found:
+                raise CourseError(f"{p}: no executed chapter notebooks (ch*.ipynb) in this folder.")
+            files += found
+        else:
+            files.append(p)
     bad = 0
     for f in files:
         r = verify_notebook(f)
-        print(f"{f}: {r.status}; figures {r.counts()}")
+        counts = ", ".join(f"{v} {k}" for k, v in sorted(r.counts().items())) or "no figures"
+        print(f"{f}: {r.status} ({counts})")
         for p in r.problems:
             print(f"  - {p}")
         bad += not r.ok
     return 1 if bad else 0
 
 
-def publish(run_dir: str, chapters_dir: Path = CHAPTERS_DIR) -> int:
+def publish(run_dir: str, chapters_dir: Path = CHAPTERS_DIR, allow_dirty: bool = False) -> int:
     """Copy a fully verified GPU run's notebooks into chapters/ and write their canonical records."""
     from .numbers import CANONICAL_DIR
 
@@ -193,15 +247,44 @@ def publish(run_dir: str, chapters_dir: Path = CHAPTERS_DIR) -> int:
     results = [verify_notebook(run_path / Path(nb["path"]).name) for nb in report["notebooks"]]
     if not all(r.ok for r in results):
         raise CourseError(f"refusing to publish {run_path}: re-verification failed.")
+    dirty = sorted({str((r.env or {}).get("git_commit")) for r in results
+                    if str((r.env or {}).get("git_commit", "")).endswith("+dirty") or not (r.env or {}).get("git_commit")})
+    if dirty and not allow_dirty:
+        raise CourseError(f"refusing to publish {run_path}: it ran from a working tree with uncommitted changes "
+                          f"({', '.join(dirty)}), so no commit names the code that produced it. Commit, run again, "
+                          "and publish that run.")
     CANONICAL_DIR.mkdir(exist_ok=True)
     for r in results:
         src = Path(r.path)
         chapter = CHAPTER_FILE.match(src.name).group(1)
-        (chapters_dir / src.name).write_bytes(src.read_bytes())
+        nb = json.loads(src.read_text(encoding="utf-8"))
+        rerender_tables(nb, r)
+        (chapters_dir / src.name).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         figures = {f["name"]: {k: f.get(k) for k in ("value", "unit", "status", "rule")}
-                   for f in r.figures if f["status"] not in ("reference", "canonical")}
+                   for f in r.figures if f["status"] not in NOT_MEASURED_HERE}
         record = {"chapter": chapter, "verified": report.get("finished", "")[:10], "env": r.env,
                   "seconds": r.seconds, "figures": figures}
         (CANONICAL_DIR / f"{chapter}.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
         print(f"published {src.name} ({len(figures)} figures)")
     return 0
+
+
+NOT_MEASURED_HERE = ("reference", "canonical", "words")
+
+
+def rerender_tables(nb: dict, result: NotebookResult) -> int:
+    """Make a notebook's numbers tables show its own run as the book's run (no "your run" column)."""
+    from .numbers import TABLE_META_KEY, render_table
+
+    series = {f["name"]: f for f in result.figures if f["status"] == "reference"}
+    own = {f["name"]: f for f in result.figures if f["status"] not in NOT_MEASURED_HERE}
+    n = 0
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            spec = (out.get("metadata") or {}).get(TABLE_META_KEY)
+            if not spec:
+                continue
+            text = render_table(spec["rows"], series, own, result.env)
+            out["data"] = {"text/markdown": text, "text/plain": text}
+            n += 1
+    return n

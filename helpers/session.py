@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import warnings
 
-from .env import Env, cache_root, detect, require_torch, seed_everything, use_cache_dir
+from .env import Env, cache_root, detect, require_torch, resolve_device, seed_everything, use_cache_dir
 
 ENV_META_KEY = "course_env"
 _STATE: dict = {"chapter": None, "env": None}
@@ -24,8 +24,17 @@ def setup(chapter: str) -> None:
     seed_everything(0)
 
 
-def configure(device: str = "auto", scale: str = "auto", seed: int = 0) -> Env:
-    """Resolve the parameters cell into an Env, record it in the notebook and print a banner."""
+def configure(device: str = "auto", scale: str = "auto", seed: int = 0, threads="auto") -> Env:
+    """Resolve the parameters cell into an Env, record it in the notebook and print a banner.
+
+    On a CPU, ``threads="auto"`` runs torch (eager and Inductor's generated code alike) on one thread:
+    with every core in use, another program on the machine turns a 4 MiB copy from 0.2 ms into 10 ms,
+    so only single-threaded timings mean the same on a laptop, a busy CI box and a workstation.
+    """
+    import torch
+
+    if resolve_device(device) == "cpu":
+        torch.set_num_threads(1 if threads == "auto" else int(threads))
     env = detect(device, scale, chapter=_STATE["chapter"])
     _STATE["env"] = env
     seed_everything(seed)

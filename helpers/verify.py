@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .env import CourseError
+from .env import VERIFIED_TORCH
 from .figures import META_KEY, check
+from .numbers import TABLE_META_KEY
 from .session import ENV_META_KEY
 
 GLUE_ROLE = re.compile(r"\{glue(?::text|:any|:md)?\}`([^`]+)`")
@@ -49,6 +51,7 @@ class NotebookResult:
     problems: list[str] = field(default_factory=list)
     seconds: float | None = None
     status: str = "ok"  # ok / failed / error / timeout
+    tables: list[list] = field(default_factory=list)  # rows of the numbers tables (label, series, figure, fmt)
 
     @property
     def ok(self) -> bool:
@@ -62,7 +65,8 @@ class NotebookResult:
 
     def as_dict(self) -> dict:
         return {"path": self.path, "status": self.status, "ok": self.ok, "seconds": self.seconds,
-                "env": self.env, "counts": self.counts(), "problems": self.problems, "figures": self.figures}
+                "env": self.env, "counts": self.counts(), "problems": self.problems, "figures": self.figures,
+                "tables": self.tables}
 
 
 def verify_notebook(path: str | Path) -> NotebookResult:
@@ -93,6 +97,8 @@ def verify_notebook(path: str | Path) -> NotebookResult:
                 glued.add(meta["scrapbook"].get("name"))
             if META_KEY in meta:
                 result.figures.append(_recheck(meta[META_KEY], index, result))
+            if TABLE_META_KEY in meta:
+                result.tables += meta[TABLE_META_KEY].get("rows", [])
     pm = nb.get("metadata", {}).get("papermill", {})
     result.seconds = pm.get("duration")
     if pm.get("exception") and result.status != "error":
@@ -111,7 +117,7 @@ def verify_notebook(path: str | Path) -> NotebookResult:
 def _recheck(meta: dict, index: int, result: NotebookResult) -> dict:
     name = meta.get("name", "?")
     origin = meta.get("origin", "run")
-    if origin in ("reference", "canonical"):
+    if origin in ("reference", "canonical", "words"):
         return {**meta, "status": origin, "rule": meta.get("source", origin), "cell": index}
     expect = meta.get("expect")
     if not isinstance(expect, dict) or expect.get("kind") not in ("exact", "band", "record"):
@@ -119,6 +125,10 @@ def _recheck(meta: dict, index: int, result: NotebookResult) -> dict:
         return {**meta, "status": "fail", "rule": "no expectation", "cell": index}
     status, rule = check(meta.get("value"), expect, meta.get("classes") or ["?"], meta.get("torch_minor", ""))
     if status == "fail":
-        result.problems.append(f"figure {name!r} = {meta.get('value')!r} {meta.get('unit', '')} "
+        result.problems.append(f"figure {name!r} = {meta.get('value')!r}{(' ' + meta['unit']) if meta.get('unit') else ''} "
                                f"misses its expectation ({rule})")
+    elif (status == "unverified" and expect.get("kind") == "exact" and "by_interpreter" not in expect
+          and meta.get("torch_minor") in VERIFIED_TORCH):
+        result.problems.append(f"figure {name!r} has no expected value for torch {meta.get('torch_minor')}, "
+                               "a verified version: add it to its exact(...)")
     return {**meta, "status": status, "rule": rule, "cell": index}

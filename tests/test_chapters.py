@@ -61,6 +61,26 @@ def test_canonical_record_matches_the_committed_notebook(chapter):
     assert record["env"] == result.env
 
 
+@pytest.mark.parametrize("chapter", list(CHAPTERS))
+def test_a_published_page_names_one_run(chapter):
+    """The banner, the numbers table and the canonical record all name the same committed run."""
+    from helpers.numbers import TABLE_META_KEY
+
+    nb = json.loads(CHAPTERS[chapter].read_text())
+    record = json.loads((CANONICAL_DIR / f"{chapter}.json").read_text())
+    env = verify_notebook(CHAPTERS[chapter]).env
+    commit = env["git_commit"]
+    assert commit and not commit.endswith("+dirty"), f"published from an uncommitted tree: {commit}"
+    assert record["env"]["git_commit"] == commit
+    tables = ["".join(o["data"]["text/markdown"]) for c in nb["cells"] for o in c.get("outputs", [])
+              if TABLE_META_KEY in (o.get("metadata") or {})]
+    assert len(tables) == 1, "one numbers table per chapter"
+    assert "Your run" not in tables[0] and f"course commit {commit} —" in tables[0]
+    texts = " ".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
+                     for c in nb["cells"] for o in c.get("outputs", []))
+    assert set(re.findall(r"course commit (\S+?)[\s,.]", texts)) == {commit}
+
+
 @pytest.mark.notebooks
 @pytest.mark.parametrize("chapter", list(CHAPTERS))
 def test_chapter_executes_on_cpu_with_expectations_met(cpu_run, chapter):
@@ -69,6 +89,7 @@ def test_chapter_executes_on_cpu_with_expectations_met(cpu_run, chapter):
     nb = by_name[CHAPTERS[chapter].name]
     assert nb["ok"], nb["problems"]
     assert nb["env"]["device"] == "cpu" and nb["counts"].get("fail", 0) == 0
+    assert nb["counts"].get("unverified", 0) == 0, [f["name"] for f in nb["figures"] if f["status"] == "unverified"]
     assert nb["seconds"] < 120, f"{chapter} took {nb['seconds']} s on CPU (limit 120)"
 
 

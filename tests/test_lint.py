@@ -31,3 +31,29 @@ def test_notebook_checks(tmp_path):
     bare = make_notebook(tmp_path / "ch96_nosetup.ipynb", ("md", "# x"), ("code", "import torch"))
     problems = "\n".join(lint_notebook(bare))
     assert "setup cell" in problems and "parameters" in problems
+
+
+def test_a_role_inside_a_code_span_is_caught():
+    from helpers.lint import roles_in_code
+
+    assert roles_in_code("It is a `{glue:text}`hook_during`` here and {glue:text}`ok` there.") == ["`{glue:text}`"]
+    assert roles_in_code("See {doc}`glossary` and `code`.") == []
+
+
+def test_comparisons_need_a_glued_figure_or_a_reason():
+    from helpers.lint import unsupported_comparisons
+
+    assert unsupported_comparisons("The compiled call is faster than eager.") == ["faster"]
+    assert unsupported_comparisons("Most guards are about global state.") == ["Most"]
+    assert unsupported_comparisons("It is {glue:text}`speedup:.1f`× faster than eager.") == []
+    assert unsupported_comparisons("A copy is faster than a kernel launch by design.\n"
+                                   "<!-- not-measured: a definition -->") == []
+    assert unsupported_comparisons("```python\nfaster = 1\n```\n> the series was faster") == []
+    assert unsupported_comparisons("Use `most_common()`.") == []
+
+
+def test_lint_reports_both_in_a_notebook(tmp_path):
+    nb = course_notebook(tmp_path / "ch95_cmp.ipynb", 'helpers.figure("n", 1, expect=helpers.exact(1))',
+                         prose="Inductor is several times faster here.\n\nAnd `{glue:text}`n`` graph.")
+    problems = "\n".join(lint_notebook(nb))
+    assert "comparison 'several times'" in problems and "role inside a code span" in problems

@@ -103,3 +103,46 @@ def test_publish_refuses_failed_and_cpu_runs_and_changes_nothing(tmp_path):
     proc = cli("publish", str(_fake_run(tmp_path, ok=False, device="cuda", tag="-cli")))
     assert proc.returncode == 2 and "refusing to publish" in proc.stderr
     assert before == {p: p.read_bytes() for p in (ROOT / "chapters").glob("*.ipynb")}
+
+
+TABLE = ('helpers.reference("series_graphs", 2, "graphs", source="the series")\n'
+         'helpers.figure("graphs", 1, "graphs", expect=helpers.exact(1))\n'
+         'helpers.figure("ratio", 3.5, "×", expect=helpers.band(cpu=(1, 8)))\n'
+         'helpers.table([("graphs", "series_graphs", "graphs", "d"), ("ratio", None, "ratio", ".1f")])')
+
+
+def test_numbers_table_shows_series_book_and_your_run_then_only_the_book_once_published(notebook_factory, tmp_path):
+    nb_path = notebook_factory("ch99_table.ipynb", TABLE)
+    result = run_one(nb_path, tmp_path / "out")
+    assert result.ok, result.problems
+    assert result.tables == [["graphs", "series_graphs", "graphs", "d"], ["ratio", None, "ratio", ".1f"]]
+    nb = json.loads((tmp_path / "out" / "ch99_table.ipynb").read_text())
+    outs = [o for c in nb["cells"] for o in c.get("outputs", []) if "course_table" in (o.get("metadata") or {})]
+    live = "".join(outs[0]["data"]["text/markdown"])
+    assert "| Your run (CPU) |" in live and "| 2 graphs |" in live and "**Your run:** CPU" in live
+    assert runner.rerender_tables(nb, result) == 1
+    book = outs[0]["data"]["text/markdown"]
+    assert "Your run" not in book and "| graphs | 2 graphs | 1 graph | ✓ == 1 |" in book
+    assert f"course commit {result.env['git_commit']} — the run every output on this page comes from" in book
+
+
+def test_report_puts_series_book_and_this_run_side_by_side_and_explains_failures(notebook_factory, tmp_path):
+    body = TABLE.replace("band(cpu=(1, 8))", "band(cpu=(5, 8))")
+    nb_path = notebook_factory("ch99_report.ipynb", body)
+    out = tmp_path / "out"
+    result = run_one(nb_path, out)
+    report = {"started": "t", "finished": "t", "scale": "quick", "shard": "1/1", "ok": result.ok,
+              "environment": result.env, "notebooks": [result.as_dict()]}
+    runner.write_report(report, out)
+    md = (out / "report.md").read_text()
+    assert "| graphs (`graphs`) | 2 graphs | — | 1 graph | ✓ == 1 |" in md
+    assert "outside its band (cpu: 5..8): a hardware or timing figure" in md
+
+
+def test_cli_refuses_empty_verify_and_empty_shards(tmp_path):
+    proc = cli("verify", str(tmp_path))
+    assert proc.returncode == 2 and "no executed chapter notebooks" in proc.stderr
+    proc = cli("run", "ch01", "--shard", "2/2", "--device", "cpu")
+    assert proc.returncode == 2 and "holds no chapter" in proc.stderr
+    proc = cli("--help")
+    assert proc.returncode == 0 and "``" not in proc.stdout and "(ch01)" not in proc.stdout
