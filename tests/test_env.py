@@ -36,3 +36,23 @@ def test_device_classes_go_from_specific_to_general():
     assert gpu.classes == ["sm90", "cuda"] and gpu.torch_minor == "2.11"
     cpu = Env("cpu", "cpu", "x", "quick", "2.13.0+cpu", None, "3.11.7")
     assert cpu.classes == ["cpu"] and "CPU" in cpu.banner()
+
+
+def test_banner_says_when_torch_is_not_a_verified_version():
+    from helpers.env import VERIFIED_TORCH
+
+    new = Env("cpu", "cpu", "x", "quick", "2.16.0+cpu", None, "3.11.7", threads=1)
+    assert "torch 2.16 is not a verified version" in new.banner() and "1 thread" in new.banner()
+    ok = Env("cpu", "cpu", "x", "quick", f"{VERIFIED_TORCH[-1]}.0", None, "3.11.7")
+    assert "not a verified version" not in ok.banner()
+
+
+def test_configure_runs_cpu_torch_on_one_thread():
+    import helpers
+
+    before = torch.get_num_threads()
+    try:
+        env = helpers.configure(device="cpu")
+        assert torch.get_num_threads() == 1 and env.threads == 1
+    finally:
+        torch.set_num_threads(before)
