@@ -4,7 +4,7 @@ Dynamo keeps, on each code object it compiled, a list of *cache entries*: a guar
 bytecode that calls the compiled graph. These functions read that list (``helpers.inspect.cache_entries``),
 evaluate and time the guard trees, and capture the reasons torch logs when a call misses every entry
 (through ``helpers.logs``). Every private torch access goes through ``helpers.inspect.private`` so a
-moved API gives a clear CourseError; all of it works on torch 2.11 and 2.13.
+moved API gives a clear CourseError; all of it works on torch 2.11, 2.13 and 2.15.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from .inspect import cache_entries
+from .inspect import cache_entries, private
 from .logs import capture_logs
 
 # ---------------------------------------------------------------- cache entries
@@ -189,3 +189,151 @@ def show_tree(fn, index: int = 0, *, width: int = 210,
     if cut:
         kept.append(f"({cut} {'/'.join(drop)} lines left out)")
     return "\n".join(kept)
+
+
+# ---------------------------------------------------------------- checked text (ch05, ch06)
+
+
+def key_phrase(text: str, phrase: str) -> str:
+    """``phrase`` if ``text`` contains it, else all of ``text`` (ch06).
+
+    Records a logged reason by the phrase that carries its meaning (the series' wording, e.g.
+    ``"size mismatch at index 0. expected 4, actual 8"``): a prefix torch adds (``tensor 'x' ...``)
+    leaves the figure unchanged, a reworded reason shows up in full and fails the check.
+    """
+    return phrase if phrase in text else text
+
+
+_SUBJECT = re.compile(r"^(?:___check_type_id|___check_obj_id|check_tensor)\((.+?), ")
+
+
+def guard_subject(check: str) -> str:
+    """The value a leaf guard looks at: ``L['items']`` in ``___check_type_id(L['items'], 1403…)`` (ch05)."""
+    m = _SUBJECT.match(check.strip())
+    return m.group(1) if m else check.strip()
+
+
+def tensor_layout(check: str) -> str:
+    """The ``size=[…], stride=[…]`` part of a ``TENSOR_MATCH`` check ("" if it has none) (ch05)."""
+    m = re.search(r"size=\[[^\]]*\], stride=\[[^\]]*\]", check)
+    return m.group(0) if m else ""
+
+
+# ---------------------------------------------------------------- cost of a call (ch06)
+
+
+def guard_checker(fn, index: int = 0):
+    """The ``check(locals_dict) -> bool`` of one cache entry's guard tree (``0`` = checked first) (ch06).
+
+    It is called through pybind with a dict, so timing it includes the call and the dict lookups that
+    Dynamo's own C++ path (a ``FrameLocalsMapping`` over the frame's slots) does not pay.
+    """
+    entries = cache_entries(fn)
+    if not entries:
+        raise ValueError("no cache entry: call the compiled function first")
+    return entries[index].guard_manager.check
+
+
+@dataclass
+class OverheadSplit:
+    """One guard check against a compiled call's extra time over the plain function, in µs (ch06)."""
+
+    guard_us: float  # median of the rounds
+    eager_us: float
+    compiled_us: float
+    share: float  # median over rounds of guard / (compiled - eager), each round's three timings side by side
+    rounds: int  # rounds that counted (compiled slower than eager in that round)
+
+    @property
+    def overhead_us(self) -> float:
+        return self.compiled_us - self.eager_us
+
+
+def overhead_split(fn, compiled_fn, *args, rounds: int = 15, target: float = 0.003, **kwargs) -> OverheadSplit:
+    """Time ``fn``, ``compiled_fn`` and the guard check of ``fn``'s newest entry in alternating rounds (ch06).
+
+    Each round times the three back to back (the order alternates), so a machine that slows down for
+    a while (other programs, a shared GPU) slows all three of that round; the share is the median of
+    the rounds' own shares. Give it CPU tensors: guards and Dynamo's overhead are CPU work.
+    """
+    import statistics
+
+    from .timing import cpu_clock
+
+    clock, _ = cpu_clock()
+    check = guard_checker(fn)
+    scope = frame_locals(fn, *args, **kwargs)
+    if not check(scope):
+        raise ValueError("the newest cache entry's guards reject these arguments")
+    calls = {"eager": lambda: fn(*args, **kwargs), "compiled": lambda: compiled_fn(*args, **kwargs),
+             "guard": lambda: check(scope)}
+    inner = {}
+    for name, call in calls.items():
+        for _ in range(3):
+            call()
+        t0 = clock()
+        call()
+        inner[name] = max(1, min(20_000, int(target / max(clock() - t0, 1e-7))))
+    per = {name: [] for name in calls}
+    shares = []
+    for r in range(rounds):
+        this = {}
+        for name in (list(calls) if r % 2 == 0 else list(calls)[::-1]):
+            call, n = calls[name], inner[name]
+            t0 = clock()
+            for _ in range(n):
+                call()
+            this[name] = (clock() - t0) / n
+            per[name].append(this[name])
+        extra = this["compiled"] - this["eager"]
+        if extra > 0:
+            shares.append(this["guard"] / extra)
+    med = {name: statistics.median(v) * 1e6 for name, v in per.items()}
+    share = statistics.median(shares) if shares else float("inf")
+    return OverheadSplit(med["guard"], med["eager"], med["compiled"], share, len(shares))
+
+
+# ---------------------------------------------------------------- ambient guards (ch06)
+
+
+@dataclass
+class AmbientGuards:
+    """The guards every compiled frame gets whatever it reads, as torch's source declares them (ch06)."""
+
+    installer: str  # the function that declares them
+    declared: list[str]  # GuardBuilder kinds it declares, in order (some only under a condition)
+    no_ops: list[str]  # of those, the kinds whose GuardBuilder method does nothing (``pass``)
+    global_state_fields: list[str]  # what one GLOBAL_STATE check compares (GlobalStateGuard's snapshot)
+
+
+def _is_no_op(method) -> bool:
+    import ast
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(_pyinspect.getsource(method)))
+    body = tree.body[0].body
+    stmts = [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    return bool(stmts) and all(isinstance(s, ast.Pass) for s in stmts)
+
+
+def ambient_guards() -> AmbientGuards:
+    """Read which ambient guards Dynamo declares (``OutputGraph.init_ambient_guards``) and which are no-ops (ch06)."""
+    import json
+
+    output_graph = private("torch._dynamo.output_graph.OutputGraph")
+    builder = private("torch._dynamo.guards.GuardBuilder")
+    snapshot = private("torch._C._dynamo.guards.GlobalStateGuard")()
+    source = _pyinspect.getsource(output_graph.init_ambient_guards)
+    declared = list(dict.fromkeys(re.findall(r"GuardBuilder\.([A-Z_]+)", source)))
+    no_ops = [kind for kind in declared if hasattr(builder, kind) and _is_no_op(getattr(builder, kind))]
+    state = snapshot.__getstate__()
+    fields = sorted(json.loads(state)) if isinstance(state, str) else []
+    return AmbientGuards("torch._dynamo.output_graph.OutputGraph.init_ambient_guards", declared, no_ops, fields)
+
+
+def guard_builder_source(kind: str) -> str:
+    """The source of ``GuardBuilder.<kind>``, the method that turns a declared guard into a leaf check (ch06)."""
+    import textwrap
+
+    method = getattr(private("torch._dynamo.guards.GuardBuilder"), kind)
+    return textwrap.dedent(_pyinspect.getsource(method)).strip()

@@ -131,6 +131,8 @@ def _fmt(value, fmt: str, unit: str) -> str:
 
     if isinstance(value, (int, float)) and not isinstance(value, bool) and fmt:
         text = format(value, fmt)
+    elif isinstance(value, float):
+        text = f"{value:.4g}"
     else:
         text = str(value)
     unit = unit_for(value, unit)

@@ -48,11 +48,26 @@ def _calibrate(run_once, target: float) -> int:
     return max(1, min(10_000, int(target / one)))
 
 
+def cpu_clock():
+    """The CPU timer: this thread's CPU time when torch runs on one thread, else wall time (ch02).
+
+    ``helpers.configure`` runs torch on one thread on a CPU, so a call's work (eager kernels, Inductor's
+    C++, Dynamo's Python) all happens on the calling thread, and the thread's CPU time is that work
+    alone: time the operating system gave to other programs is not counted, as wall time would.
+    """
+    import torch
+
+    if torch.get_num_threads() == 1:
+        return time.thread_time, "CPU time per call (one thread)"
+    return time.perf_counter, "wall per call"
+
+
 def wall(fn, *args, repeats: int = 30, warmup: int = 3, target: float = 0.01, device: str | None = None) -> Timing:
-    """Wall time per call: what your Python loop sees, launch overheads included.
+    """Time per call as a loop sees it, launch overheads included.
 
     On CUDA each sample is a back-to-back batch of calls between two events, so CPU-side
-    overhead shows up whenever it is larger than the GPU work.
+    overhead shows up whenever it is larger than the GPU work. On a CPU it is the calling thread's CPU
+    time when torch runs on one thread (``cpu_clock``), otherwise wall time.
     """
     cuda = device == "cuda" if device else _is_cuda(args)
     for _ in range(warmup):
@@ -72,14 +87,15 @@ def wall(fn, *args, repeats: int = 30, warmup: int = 3, target: float = 0.01, de
             end.synchronize()
             samples.append(start.elapsed_time(end) / 1e3 / inner)
         return _summarise(samples, inner, "wall per call")
+    clock, what = cpu_clock()
     inner = _calibrate(lambda: fn(*args), target)
     samples = []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(inner):
             fn(*args)
-        samples.append((time.perf_counter() - t0) / inner)
-    return _summarise(samples, inner, "wall per call")
+        samples.append((clock() - t0) / inner)
+    return _summarise(samples, inner, what)
 
 
 def gpu_time(fn, *args, repeats: int = 20, warmup: int = 3, device: str | None = None) -> Timing:
