@@ -2,7 +2,7 @@
 
 The instruction listings here (``instructions``, ``listing``) serve every later chapter that shows
 bytecode. Every private TorchDynamo access of chapters 3-5 lives here, each behind one small function
-that works on torch 2.11 (Python 3.12, the canonical GPU run) and 2.13 (Python 3.11, CPU), imported
+that works on torch 2.11 (Python 3.12, the canonical GPU run), 2.13 and 2.15 (Python 3.11, CPU), imported
 through ``helpers.inspect.private`` so a moved API raises a CourseError that names it.
 """
 from __future__ import annotations
@@ -109,6 +109,16 @@ class FrameSeen:
     name: str
     file: str
     decision: str  # "compiled", "skipped: torch internals", "skipped: skipfiles", "skipped: user code"
+    caller: str = ""  # the Python function that called this frame (ch03)
+    stack: tuple[str, ...] = ()  # "file:function" of the calling frames, innermost first (ch03)
+    strategy: str = ""  # what Dynamo told the C hook to do with this code object, "SKIP/DEFAULT" (ch03)
+    reason: str = ""  # why Dynamo skipped it ("frame is in the Dynamo skipfiles list"); empty on torch 2.11 (ch03)
+
+    def within(self, name: str, file: str = "") -> bool:
+        """True if this frame is function ``name`` (in a file ending with ``file``) or runs inside it (ch03)."""
+        here = f"{self.file}:{self.name}"
+        return any(entry.endswith(f":{name}") and entry.rsplit(":", 1)[0].endswith(file)
+                   for entry in (here, *self.stack))
 
 
 @dataclass
@@ -140,7 +150,8 @@ def watch_frames():
 
     Wraps ``torch._dynamo.convert_frame.CatchErrorsWrapper.__call__``, the Python entry the C frame
     hook calls when a frame has no usable cache entry. Frames answered in C (a cache hit, or a code
-    object already marked "skip") never reach it, and so are not listed.
+    object already marked "skip") never reach it, and so are not listed. Each frame also records its
+    caller and the ``FrameExecStrategy`` Dynamo returned for it (``cur_action/recursive_action``).
     """
     wrapper_cls = private("torch._dynamo.convert_frame.CatchErrorsWrapper")
     is_skipfile = private("torch._dynamo.trace_rules.check")
@@ -150,6 +161,11 @@ def watch_frames():
     @functools.wraps(original)
     def spy(self, frame, cache_entry, frame_state, *rest, **kw):
         code = frame.f_code
+        # the C hook calls this wrapper before the offered frame runs: the Python frame below us is its caller
+        outer, stack = sys._getframe(1), []
+        while outer is not None and len(stack) < 16:
+            stack.append(f"{_short_file(outer.f_code.co_filename)}:{outer.f_code.co_name}")
+            outer = outer.f_back
         result = original(self, frame, cache_entry, frame_state, *rest, **kw)
         if getattr(result, "guarded_code", None) is not None or cache_entries(code):
             decision = "compiled"
@@ -157,7 +173,11 @@ def watch_frames():
             decision = "skipped: torch internals" if "torch" in code.co_filename else "skipped: skipfiles"
         else:
             decision = "skipped: user code"
-        log.frames.append(FrameSeen(code.co_name, _short_file(code.co_filename), decision))
+        strategy = getattr(result, "frame_exec_strategy", None)
+        strategy = (f"{strategy.cur_action.name}/{strategy.recursive_action.name}" if strategy is not None else "")
+        log.frames.append(FrameSeen(code.co_name, _short_file(code.co_filename), decision,
+                                    stack[0].rsplit(":", 1)[1] if stack else "", tuple(stack), strategy,
+                                    getattr(result, "skip_reason", None) or ""))
         return result
 
     wrapper_cls.__call__ = spy
@@ -251,7 +271,8 @@ def trace(fn, *args, artifacts: tuple[str, ...] = (), **kwargs) -> Trace:
     recorder = GraphRecorder()
     with capture_logs("trace_bytecode", *artifacts) as logs:
         torch.compile(fn, backend=recorder)(*args, **kwargs)
-    return Trace(parse_trace(logs.lines("trace_bytecode")), recorder.graphs, logs)
+    # a copy: torch._dynamo.reset() calls reset() on every backend it still holds, which empties recorder.graphs
+    return Trace(parse_trace(logs.lines("trace_bytecode")), list(recorder.graphs), logs)
 
 
 @dataclass
@@ -268,9 +289,13 @@ class DispatchCensus:
     metaclass: str  # the metaclass that builds the table (its name changed between releases)
 
 
-def dispatch_census() -> DispatchCensus:
-    """Count ``InstructionTranslator.dispatch_table``: real handlers vs "missing handler" placeholders (ch04)."""
-    translator = private("torch._dynamo.symbolic_convert.InstructionTranslator")
+def dispatch_census(translator: str = "InstructionTranslator") -> DispatchCensus:
+    """Count a translator class's ``dispatch_table``: real handlers vs "missing handler" placeholders (ch04).
+
+    ``translator`` names the class in ``torch._dynamo.symbolic_convert`` (default: the one for a
+    compiled frame; ``"InliningGeneratorInstructionTranslator"`` traces inlined generators).
+    """
+    translator = private(f"torch._dynamo.symbolic_convert.{translator}")
     table = translator.dispatch_table
     opname = {v: k for k, v in dis.opmap.items()}
     handlers, placeholders, owner = [], [], {}
@@ -400,3 +425,167 @@ def attr_source(base, attr: str):
 def item_source(base, index):
     """``GetItemSource(base, index)``: ``base[index]`` (ch05)."""
     return private("torch._dynamo.source.GetItemSource")(base, index)
+
+
+def input_kinds(gm) -> dict[str, str]:
+    """What each input of a Dynamo graph was while tracing: ``{"L_s_": "Tensor float64 []", "L_n_": "SymInt"}`` (ch05)."""
+    out = {}
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        value = node.meta.get("example_value")
+        if hasattr(value, "dtype") and hasattr(value, "shape"):
+            out[str(node.target)] = f"Tensor {str(value.dtype).replace('torch.', '')} {list(value.shape)}"
+        else:
+            out[str(node.target)] = type(value).__name__
+    return out
+
+
+# ---------------------------------------------------------------- chapters 3-4: the hook's decisions, the table's gaps
+
+
+def skiplisted_stdlib() -> list[str]:
+    """Standard-library modules whose frames Dynamo always skips (``trace_rules.BUILTIN_SKIPLIST``) (ch03)."""
+    return sorted(m.__name__ for m in private("torch._dynamo.trace_rules.BUILTIN_SKIPLIST"))
+
+
+def callback_while_compiling(fn, *args) -> str:
+    """Type name of the frame hook's callback while Dynamo compiles ``fn`` (read inside the backend) (ch03)."""
+    import torch
+
+    seen: list[str] = []
+    current = private("torch._C._dynamo.eval_frame.get_eval_frame_callback")
+
+    def backend(gm, example_inputs):
+        seen.append(type(current()).__name__)
+        return gm.forward
+
+    torch.compile(fn, backend=backend)(*args)  # a fresh wrapper compiles on its first call
+    return seen[0]
+
+
+def profiled_events(fn, *args) -> list[str]:
+    """Names of the CPU profiler events of one call of ``fn`` (public ``torch.profiler``) (ch03).
+
+    The profiler's own start/stop chatter (C++ lines on stderr, a warning on some builds) is muted.
+    """
+    import os
+    import warnings
+
+    import torch
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            os.dup2(devnull.fileno(), 2)
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+                fn(*args)
+            events = sorted({e.name for e in prof.events()})
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+    return events
+
+
+@dataclass
+class BreakReport:
+    """One graph break as the ``graph_breaks`` log prints it, split into its parts (ch03)."""
+
+    reason: str  # the kind of break (its gb_type): "Data-dependent branching", "Missing bytecode handler"
+    explanation: str
+    hints: list[str]
+    context: str  # the developer debug context: "attempted to jump with TensorVariable()"
+    outcome: str = ""  # what Dynamo did when it could not resume ("... falling back to eager."), else ""
+
+
+def break_reports(logs: Logs) -> list[BreakReport]:
+    """Parse every message of a captured ``graph_breaks`` log into a BreakReport (ch03)."""
+    out = []
+    for msg in logs.messages("graph_breaks"):
+        head = re.search(r"Graph Break Reason:\s*(.*)", msg)
+        reason, outcome = (head.group(1).strip() if head else ""), ""
+        if reason.endswith("Graph break encountered:"):  # Dynamo gave up on resuming: the kind follows
+            outcome = reason[: -len("Graph break encountered:")].strip()
+            after = msg[head.end():].strip().splitlines()
+            reason = after[0].strip() if after else ""
+        explanation = re.search(r"Explanation:\s*(.*)", msg)
+        context = re.search(r"Developer debug context:\s*(.*)", msg)
+        out.append(BreakReport(reason, explanation.group(1).strip() if explanation else "",
+                               [h.strip() for h in re.findall(r"^\s*Hint:\s*(.*)$", msg, re.M)],
+                               context.group(1).strip() if context else "", outcome))
+    return out
+
+
+#: Opcodes ``_cached_cleaned_instructions`` rewrites before tracing starts (bytecode_transformation.py):
+#: ``strip_extended_args``, ``remove_jump_if_none``, ``remove_binary_store_slice`` (ch04).
+REWRITTEN_BEFORE_TRACING = re.compile(r"^(EXTENDED_ARG|POP_JUMP_(FORWARD_|BACKWARD_)?IF_(NOT_)?NONE|BINARY_SLICE|STORE_SLICE)$")
+
+
+def placeholder_kinds(census: DispatchCensus | None = None) -> dict[str, list[str]]:
+    """Sort the translator's placeholder slots by why they hold no handler (ch04).
+
+    ``instrumented``: ``INSTRUMENTED_*``, only in code ``sys.monitoring`` watches; ``rewritten``: removed
+    before tracing; ``generator``: handled by ``InliningGeneratorInstructionTranslator`` (inlined
+    generators); ``unsupported``: the rest, a "Missing bytecode handler" graph break.
+    """
+    census = census or dispatch_census()
+    generator = dispatch_census("InliningGeneratorInstructionTranslator")
+    kinds: dict[str, list[str]] = {"instrumented": [], "rewritten": [], "generator": [], "unsupported": []}
+    for op in census.placeholders:
+        if op.startswith("INSTRUMENTED_"):
+            kinds["instrumented"].append(op)
+        elif REWRITTEN_BEFORE_TRACING.match(op):
+            kinds["rewritten"].append(op)
+        elif op in generator.handlers:
+            kinds["generator"].append(op)
+        else:
+            kinds["unsupported"].append(op)
+    return kinds
+
+
+@dataclass
+class FirstCompile:
+    """One fresh compile of a function on its first call: graphs, attempts, breaks and times (ch04)."""
+
+    graphs: list  # torch.fx.GraphModule, in compile order
+    attempts: int  # tracing attempts of the frames compiled (a restart after a failed speculation adds one)
+    breaks: list[BreakReport]  # what the graph_breaks log said
+    wall_s: float  # the whole first call: tracing, guards, bytecode, the (recording) backend, the run
+    tracing_s: float  # Dynamo's own "bytecode_tracing" timer: the translator walking the bytecode
+    compile_s: float  # Dynamo's "_compile.compile_inner" timer: everything Dynamo did for the frames
+    log: str = ""  # the graph_breaks log as printed
+
+    def call_nodes(self, i: int = 0) -> list:
+        """The ``call_*`` nodes of graph ``i``."""
+        return [n for n in self.graphs[i].graph.nodes if n.op.startswith("call")]
+
+
+def first_compile(fn, *args, **kwargs) -> FirstCompile:
+    """Compile ``fn`` afresh with a recording backend and watch its first call (ch04).
+
+    The compile state is cleared before the clock starts, and only the ``graph_breaks`` log is on (it
+    prints nothing unless a graph breaks). Times come from ``perf_counter`` (wall) and from
+    ``torch._dynamo.utils.compilation_time_metrics`` (``bytecode_tracing``, ``_compile.compile_inner``,
+    ``compile_attempt_N``), summed over the frames this call compiled.
+    """
+    import time
+
+    import torch
+
+    metrics = private("torch._dynamo.utils.compilation_time_metrics")
+    clear_compile_state()
+    before = {k: len(v) for k, v in metrics.items()}
+    recorder = GraphRecorder()
+    compiled = torch.compile(fn, backend=recorder)
+    with capture_logs("graph_breaks") as logs:
+        start = time.perf_counter()
+        compiled(*args, **kwargs)
+        wall = time.perf_counter() - start
+    new = {k: v[before.get(k, 0):] for k, v in metrics.items()}
+    attempts = sum(len(v) for k, v in new.items() if re.fullmatch(r"compile_attempt_\d+", k))
+    # a copy: torch._dynamo.reset() calls reset() on every backend it still holds, which empties recorder.graphs
+    return FirstCompile(list(recorder.graphs), attempts, break_reports(logs), wall,
+                        sum(new.get("bytecode_tracing", [])), sum(new.get("_compile.compile_inner", [])),
+                        logs.text("graph_breaks"))

@@ -3,7 +3,7 @@
 Every private torch access of chapter 9 goes through ``helpers.inspect.private`` in this module:
 ``torch._dynamo.convert_frame.register_bytecode_hook`` and ``torch._dynamo.bytecode_transformation``;
 the profiler-marker flag ``record_runtime_overhead`` is switched through ``helpers.dynamo_config``.
-Listings come from ``helpers.bytecode.instructions``. Everything works on torch 2.11 and 2.13; bytecode
+Listings come from ``helpers.bytecode.instructions``. Everything works on torch 2.11, 2.13 and 2.15; bytecode
 itself depends on the CPython version, which is why instruction counts are checked with
 ``helpers.figures.exact_by_python``.
 """
@@ -266,3 +266,126 @@ def graph_outputs(gm) -> list:
     node = next(n for n in gm.graph.nodes if n.op == "output")
     out = node.args[0]
     return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+# ---------------------------------------------------------------- resume functions, exception tables, EXTENDED_ARG
+
+
+def _positioned(i) -> bool:
+    """Whether the line table gives an instruction a source position of its own (a column, not only a line)."""
+    positions = getattr(i, "positions", None)
+    return positions is not None and positions.col_offset is not None
+
+
+@dataclass
+class ResumeParts:
+    """A resume function's code split at its prologue's jump: prologue, skipped copy, live rest (ch09)."""
+
+    prologue: list
+    dead: list
+    live: list
+    dead_lines: list[int]  # the distinct source lines the line table reports for the skipped copy
+    dead_positioned: int  # skipped instructions that keep a source position (column) of their own
+    live_positioned: int  # the same for the instructions from the jump target on
+    first_line: int  # the resume function's co_firstlineno: the line of the break
+
+
+def resume_parts(code) -> ResumeParts:
+    """Split a resume function's code at the prologue's first jump and its target (ch09).
+
+    ``dead`` are the instructions the jump skips (the copy of the original body before the break),
+    ``live`` the ones from the jump target on. Uses ``dis`` only.
+    """
+    code = getattr(code, "__code__", code)
+    ins = list(dis.get_instructions(code))
+    k = next(k for k, i in enumerate(ins) if i.opname.startswith("JUMP"))
+    t = next(j for j, i in enumerate(ins) if i.offset == ins[k].argval)
+    short = [Ins(i.offset, i.opname, i.argval, i.argrepr, i.arg) for i in ins]
+    dead = ins[k + 1:t]
+    lines = sorted({i.positions.lineno for i in dead if getattr(i, "positions", None) and i.positions.lineno})
+    return ResumeParts(short[:k + 1], short[k + 1:t], short[t:], lines,
+                       sum(_positioned(i) for i in dead), sum(_positioned(i) for i in ins[t:]),
+                       code.co_firstlineno)
+
+
+def exception_entries(code) -> list[tuple[int, int, int, int]]:
+    """The exception table of ``code`` as ``(start, end, target, depth)`` byte offsets (Python 3.11+) (ch09)."""
+    code = getattr(code, "__code__", code)
+    entries = getattr(dis.Bytecode(code), "exception_entries", [])
+    return [(e.start, e.end, e.target, e.depth) for e in entries]
+
+
+def virtual_exception_table(fn) -> list[tuple[int, int, int, str]]:
+    """Dynamo's virtualised exception table of ``fn``: ``(first, last, handler)`` instruction indices (ch09).
+
+    ``cleaned_instructions`` replaces each byte range of the table with references to instruction
+    objects (``virtualize_exception_table``); this lists each distinct entry once, with the handler's
+    opname.
+    """
+    ins = cleaned(fn)
+    index = {id(i): k for k, i in enumerate(ins)}
+    seen: list[tuple[int, int, int, str]] = []
+    for i in ins:
+        e = getattr(i, "exn_tab_entry", None)
+        if e is None:
+            continue
+        row = (index[id(e.start)], index[id(e.end)], index[id(e.target)], e.target.opname)
+        if row not in seen:
+            seen.append(row)
+    return seen
+
+
+@dataclass
+class Stretched:
+    """A code object whose first jump was stretched with NOPs, and how assembly coped (ch09)."""
+
+    code: types.CodeType
+    nops: int
+    instructions: int  # as dis lists them, EXTENDED_ARG included
+    extended_args: int
+    jump_arg: int
+    passes: int  # rounds of the offsets / jumps / EXTENDED_ARG loop in clean_and_assemble_instructions
+    last_offset: int
+
+
+def stretch_jump(fn, nops: int) -> Stretched:
+    """Insert ``nops`` NOPs right after ``fn``'s first jump, so the jump must reach further, and reassemble (ch09).
+
+    Counts the rounds of Dynamo's assembly loop (``update_offsets``, ``devirtualize_jumps``,
+    ``fix_extended_args``, repeated until ``fix_extended_args`` adds nothing) by wrapping
+    ``fix_extended_args`` for the duration of the call.
+    """
+    import importlib
+
+    private("torch._dynamo.bytecode_transformation.fix_extended_args")  # a CourseError if it moved
+    module = importlib.import_module("torch._dynamo.bytecode_transformation")
+    transform = private("torch._dynamo.bytecode_transformation.transform_code_object")
+    create = private("torch._dynamo.bytecode_transformation.create_instruction")
+    original = module.fix_extended_args
+    rounds: list[int] = []
+
+    def counting(instructions):
+        added = original(instructions)
+        rounds.append(added)
+        return added
+
+    def edit(ins, code_options):
+        k = next(k for k, i in enumerate(ins) if getattr(i, "target", None) is not None)
+        for _ in range(nops):
+            ins.insert(k + 1, create("NOP"))
+
+    module.fix_extended_args = counting
+    try:
+        out = transform(getattr(fn, "__code__", fn), edit)
+    finally:
+        module.fix_extended_args = original
+    code = out[0] if isinstance(out, tuple) else out
+    ins = list(dis.get_instructions(code))
+    jump = next(i for i in ins if i.opcode in dis.hasjrel or i.opcode in dis.hasjabs)
+    return Stretched(code, nops, len(ins), sum(i.opname == "EXTENDED_ARG" for i in ins), int(jump.arg),
+                     len(rounds), ins[-1].offset)
+
+
+def tempvar_stores(code) -> int:
+    """How many ``STORE_FAST tmp_N`` a rewritten code object has: values pass 2 caches in a temporary (ch09)."""
+    return sum(i.opname == "STORE_FAST" and str(i.argval).startswith("tmp_") for i in instructions(code))

@@ -2,13 +2,13 @@
 
 The settings module is private: it is reached through ``helpers.inspect.private``, and a setting this
 torch lacks raises a CourseError that names it. A setting renamed by torch is looked up under its old
-name too (``recompile_limit`` was ``cache_size_limit``). Everything here works on torch 2.11 and 2.13.
+name too (``recompile_limit`` was ``cache_size_limit``). Everything here works on torch 2.11, 2.13 and 2.15.
 """
 from __future__ import annotations
 
 import contextlib
 
-from .env import CourseError
+from .env import VERIFIED_TORCH, CourseError
 from .inspect import private
 
 #: Current name → the name older torch releases used.
@@ -25,7 +25,7 @@ def _resolve(config, name: str) -> str:
     import torch
 
     raise CourseError(f"torch {torch.__version__} has no Dynamo setting {name!r}; "
-                      "the course is tested on torch 2.11 and 2.13.")
+                      f"the course is verified on torch {', '.join(VERIFIED_TORCH)}.")
 
 
 def has_setting(name: str) -> bool:
@@ -54,3 +54,15 @@ def dynamo_config(**settings):
     resolved = {_resolve(config, name): value for name, value in settings.items()}
     with config.patch(**resolved):
         yield
+
+
+@contextlib.contextmanager
+def dynamo_config_where_present(**settings):
+    """Like ``dynamo_config``, but a setting this torch does not have is left out, not an error (ch07).
+
+    For settings that exist only on some verified torch releases, e.g.
+    ``computed_lazy_constant_max_nodes`` (new in torch 2.15). Yields the names that were applied.
+    """
+    present = {name: value for name, value in settings.items() if has_setting(name)}
+    with dynamo_config(**present):
+        yield sorted(present)

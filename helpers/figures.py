@@ -287,12 +287,17 @@ def check_mark(status: str, rule: str) -> str:
 
 COUNT_NOUNS = {"graphs", "breaks", "kernels", "launches", "guards", "compiles", "recompiles", "ops", "nodes",
                "instructions", "frames", "entries", "calls", "inputs", "outputs", "functions", "handlers",
-               "times", "bytes", "recompilations", "compilations", "lines", "symbols", "leaves"}
+               "times", "bytes", "recompilations", "compilations", "lines", "symbols", "records", "restarts",
+               "resumes", "rounds", "slots", "placeholders", "packets", "overloads", "operators", "steps",
+               "threads", "cores", "elements", "loads", "stores", "loops", "tensors", "values", "changes",
+               "opcodes", "names", "reasons", "edges", "errors", "sites", "exercises", "tries", "attempts", "leaves"}
 
 
 def unit_for(value, unit: str) -> str:
     """'graphs' → 'graph' when the value is one."""
     if unit in COUNT_NOUNS and value == 1 and not isinstance(value, bool):
+        if unit == "leaves":
+            return "leaf"
         if unit.endswith("ies"):
             return unit[:-3] + "y"
         return unit[:-2] if unit.endswith(("ches", "shes", "xes")) else unit[:-1]

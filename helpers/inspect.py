@@ -4,12 +4,13 @@
 through it, so a moved API raises a CourseError naming it instead of a traceback from deep inside torch.
 This module also holds what several chapters share: the recording backend ``GraphRecorder`` (and
 ``capture_graphs``), the cache entries Dynamo keeps on a code object (``cache_entries``,
-``transformed_code``), ``explain``, and the AOT and Inductor views. All of it works on torch 2.11 and 2.13.
+``transformed_code``), ``explain``, and the AOT and Inductor views. All of it works on torch 2.11, 2.13 and 2.15.
 """
 from __future__ import annotations
 
 import importlib
 import re
+from contextlib import contextmanager
 import types
 from dataclasses import dataclass, field
 
@@ -66,8 +67,16 @@ class Explanation:
 
 def explain(fn, *args, **kwargs) -> Explanation:
     """Run ``fn`` under ``torch._dynamo.explain`` and summarise graphs, breaks, ops and guards."""
+    return _explanation(_run_explain(fn, *args, **kwargs))
+
+
+def _run_explain(fn, *args, **kwargs):
     clear_compile_state()
-    out = private("torch._dynamo.explain")(fn)(*args, **kwargs)
+    return private("torch._dynamo.explain")(fn)(*args, **kwargs)
+
+
+def _explanation(out) -> "Explanation":
+    """torch's ExplainOutput as plain data."""
     ops = [[_op_name(op) for op in graph_ops] for graph_ops in (out.ops_per_graph or [])]
     reasons = [getattr(r, "reason", str(r)) for r in out.break_reasons]
     guards = [(g.create_fn_name(), g.name) for g in (out.out_guards or [])]
@@ -188,7 +197,7 @@ def cache_entries(fn) -> list:
     """Dynamo's cache entries for ``fn``'s code object, in the order the next call checks them (newest first) (ch03).
 
     Each has ``.code`` (the rewritten code object), ``.guard_manager`` and ``.compile_id``. Uses
-    ``torch._C._dynamo.eval_frame._debug_get_cache_entry_list`` (a debug binding, on 2.11 and 2.13).
+    ``torch._C._dynamo.eval_frame._debug_get_cache_entry_list`` (a debug binding, on 2.11, 2.13 and 2.15).
     """
     get = private("torch._C._dynamo.eval_frame._debug_get_cache_entry_list")
     return list(get(code_of(fn)))
@@ -327,21 +336,41 @@ def dispatched_ops(fn, *args, **kwargs) -> tuple[object, list[str]]:
     return result, seen
 
 
-def operator_counts() -> dict[str, int]:
-    """How many ATen operators (packets and overloads), core-ATen operators and prims this torch has."""
+def operator_counts(fresh_process: bool = False) -> dict[str, int]:
+    """The operators torch's dispatcher has registered: ATen names and overloads, core ATen, prims (ch01).
+
+    Counted from the dispatcher's own table (``torch._C._dispatch_get_all_op_names``), which libtorch
+    fills with every ATen schema when it loads. ``aten_overloads`` counts ``aten::name.overload``
+    entries, ``aten_packets`` the distinct names (what ``torch.ops.aten.name`` calls an
+    ``OpOverloadPacket``); ``core_aten_*`` the overloads tagged ``torch.Tag.core`` and their names;
+    ``prims`` the operators in the ``prims`` namespace, to which Inductor adds its own when it loads.
+    ``aten_listed`` is what ``dir(torch.ops.aten)`` shows (taken first): only the packets this process
+    has already touched, because ``torch.ops.aten`` creates them on first attribute access.
+    ``fresh_process=True`` counts in a new interpreter that has only imported torch.
+    """
+    if fresh_process:
+        import json
+        import subprocess
+        import sys
+
+        code = "import json, torch; from helpers.inspect import operator_counts; print(json.dumps(operator_counts()))"
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])
     import torch
 
-    prims = private("torch._prims.__all__")
-    packets = overloads = core = 0
-    for name in dir(torch.ops.aten):
-        packet = getattr(torch.ops.aten, name, None)
-        if not hasattr(packet, "overloads"):
-            continue
-        packets += 1
-        names = packet.overloads()
-        overloads += len(names)
-        core += any(torch.Tag.core in getattr(packet, o).tags for o in names)
-    return {"aten_packets": packets, "aten_overloads": overloads, "core_aten": core, "prims": len(prims)}
+    listed = sum(hasattr(getattr(torch.ops.aten, n, None), "overloads") for n in dir(torch.ops.aten))
+    names = private("torch._C._dispatch_get_all_op_names")()
+    aten = [n.split("::", 1)[1] for n in names if n.startswith("aten::")]
+    core_names: list[str] = []
+    for entry in aten:
+        packet, _, overload = entry.partition(".")
+        op = getattr(getattr(torch.ops.aten, packet), overload or "default")
+        if torch.Tag.core in op.tags:
+            core_names.append(packet)
+    return {"aten_packets": len({n.partition(".")[0] for n in aten}), "aten_overloads": len(aten),
+            "core_aten_packets": len(set(core_names)), "core_aten_overloads": len(core_names),
+            "prims": len({n.split("::", 1)[1].partition(".")[0] for n in names if n.startswith("prims::")}),
+            "aten_listed": listed}
 
 
 class inject_codegen_bug:
@@ -363,3 +392,165 @@ class inject_codegen_bug:
         config.cpp.inject_relu_bug_TESTING_ONLY, config.triton.inject_relu_bug_TESTING_ONLY = self._saved
         clear_compile_state()
         return False
+
+
+# ---------------------------------------------------------------- compile time, kernels, guards (ch02)
+
+@dataclass
+class CompileTimes:
+    """Seconds Dynamo's ``dynamo_timed`` timers recorded while a ``compile_times()`` block ran, by key (ch02).
+
+    The keys are torch's own (``bytecode_tracing``, ``build_guards``, ``_compile.compile_inner``, ...); a
+    timer that did not run reads 0. Nested timers overlap: ``stations()`` splits them into disjoint parts.
+    """
+
+    seconds: dict = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> float:
+        return self.seconds.get(key, 0.0)
+
+    def _ending(self, suffix: str) -> float:
+        return sum(v for k, v in self.seconds.items() if k.endswith(suffix))
+
+    def compiler_seconds(self) -> float:
+        """Time in the kernel compilers: g++ runs (``compile_file``) on CPU, else Triton's compile/wait timers."""
+        if self["compile_file"]:
+            return self["compile_file"]
+        return self["async_compile.precompile"] + self["async_compile.wait"]
+
+    def stations(self, total: float | None = None) -> dict[str, float]:
+        """Disjoint seconds per station of one first call (nested timers subtracted); ``total`` adds what came after.
+
+        Dynamo = ``_compile.compile_inner`` minus the backend call (split into bytecode tracing, guard
+        building and the rest); AOTAutograd = ``create_aot_dispatcher_function`` minus Inductor's forward
+        compiler; Inductor = the rest of the backend call, minus the kernel compilers; then the compilers.
+        """
+        inner, backend = self["_compile.compile_inner"], self["OutputGraph.call_user_compiler"]
+        aot, fw = self["create_aot_dispatcher_function"], self._ending("fw_compiler_base")
+        compilers = min(self.compiler_seconds(), fw) if fw else self.compiler_seconds()
+        trace, guards = self["bytecode_tracing"], self["build_guards"]
+        out = {
+            "Dynamo: trace bytecode": trace,
+            "Dynamo: build guards": guards,
+            "Dynamo: the rest": max(inner - backend - trace - guards, 0.0),
+            "AOTAutograd": max(aot - fw, 0.0),
+            "Inductor: lower, schedule, write code": max(backend - aot, 0.0) + max(fw - compilers, 0.0),
+            "kernel compiler (C++ or Triton)": compilers,
+        }
+        if total is not None:
+            out["after compiling: wrappers, first run"] = max(total - inner, 0.0)
+        return out
+
+    def dynamo_seconds(self) -> float:
+        """Dynamo's own part of the compile: ``_compile.compile_inner`` minus the backend call."""
+        return max(self["_compile.compile_inner"] - self["OutputGraph.call_user_compiler"], 0.0)
+
+
+@contextmanager
+def compile_times():
+    """Collect what Dynamo's compile-time timers record inside the block into a ``CompileTimes`` (ch02).
+
+    Reads ``torch._dynamo.utils.compilation_time_metrics`` (what ``torch._dynamo.utils.compile_times()``
+    prints), keeping only entries added during the block; a ``torch._dynamo.reset()`` inside the block
+    (which clears the table) is handled.
+    """
+    metrics = private("torch._dynamo.utils.compilation_time_metrics")
+    before = {k: (v, len(v)) for k, v in metrics.items()}
+    result = CompileTimes()
+    try:
+        yield result
+    finally:
+        for key, values in metrics.items():
+            old, n = before.get(key, (None, 0))
+            new = values[n:] if values is old else values
+            if new:
+                result.seconds[key] = float(sum(new))
+
+
+@dataclass
+class KernelSummary:
+    """One generated kernel as the traffic model sees it: name, elements covered, loads and stores (ch02)."""
+
+    name: str
+    language: str | None
+    numel: int | None
+    loads: int
+    stores: int
+
+
+def kernel_summary(code: "InductorOutput", name: str | None = None) -> KernelSummary:
+    """Name, element count and memory operations of one generated kernel (the first if no name) (ch02).
+
+    Triton: ``xnumel`` and the ``tl.load``/``tl.store`` calls (``inductor_meta``'s ``num_load``/``num_store``
+    count the same). C++: the loop bound and the ``loadu``/``.store`` calls (or scalar ``ptr[...]`` accesses).
+    """
+    names = code.kernels
+    name = name or (names[0] if names else "")
+    src = code.kernel_source(name)
+    if code.kernel_language == "triton":
+        m = re.search(r"^\s*xnumel = (\d+)", src, re.M)
+        numel = int(m.group(1)) if m else None
+        loads, stores = len(re.findall(r"\btl\.load\(", src)), len(re.findall(r"\btl\.store\(", src))
+    else:
+        bounds = re.findall(r"for\s*\(\s*int64_t\s+x0\s*=.*?;\s*x0\s*<\s*static_cast<int64_t>\((\d+)L?\)", src)
+        numel = max(int(b) for b in bounds) if bounds else None
+        loads = len(re.findall(r"::loadu\(", src)) + len(re.findall(r"=\s*in_ptr\d+\[", src))
+        stores = len(re.findall(r"\.store\(\s*out_ptr", src)) + len(re.findall(r"\bout_ptr\d+\[[^\]]*\]\s*=", src))
+    return KernelSummary(name, code.kernel_language, numel, loads, stores)
+
+
+def inductor_vec_isa() -> str:
+    """The SIMD instruction set Inductor's C++ backend writes for on this CPU ("avx2", "avx512", "neon", ... or "none") (ch02).
+
+    Uses ``torch._inductor.cpu_vec_isa.pick_vec_isa`` (it compiles a small probe per candidate once per process).
+    """
+    isa = private("torch._inductor.cpu_vec_isa.pick_vec_isa")()
+    return str(isa) if isa else "none"
+
+
+def noop_guard_kinds(kinds) -> list[str]:
+    """The guard kinds among ``kinds`` whose ``GuardBuilder`` method compiles to nothing (body ``pass``) (ch02).
+
+    ``explain`` lists declared guards; for these kinds (on torch 2.11–2.15 ``GRAD_MODE`` and
+    ``DETERMINISTIC_ALGORITHMS``) the check lives in the one global-state guard instead. Read from the
+    source of ``torch._dynamo.guards.GuardBuilder``.
+    """
+    import ast
+    import inspect as _pyinspect
+    import textwrap
+
+    builder = private("torch._dynamo.guards.GuardBuilder")
+    out = []
+    for kind in dict.fromkeys(kinds):
+        method = getattr(builder, kind, None)
+        if method is None:
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(_pyinspect.getsource(method)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        body = tree.body[0].body if tree.body and hasattr(tree.body[0], "body") else []
+        body = [s for s in body if not (isinstance(s, ast.Expr) and isinstance(getattr(s, "value", None), ast.Constant))]
+        if body and all(isinstance(s, ast.Pass) for s in body):
+            out.append(kind)
+    return out
+
+
+def explain_with_times(fn, *args, **kwargs) -> tuple[Explanation, CompileTimes]:
+    """``explain`` plus the compile-time table it prints (Dynamo's timers for that run alone) (ch02).
+
+    ``torch._dynamo.explain`` resets Dynamo when it finishes, which clears the timers, so they are
+    read from its ``compile_times`` text (what the series quoted: ``_compile.compile_inner``,
+    ``bytecode_tracing``, ``build_guards``).
+    """
+    out = _run_explain(fn, *args, **kwargs)
+    times = CompileTimes()
+    for line in str(getattr(out, "compile_times", "") or "").splitlines():
+        # "name  0.1, 0.2" with tabulate installed, "name, 0.1, 0.2" without (torch's fallback)
+        m = re.match(r"^([^\s,]+)[,\s]+([0-9][0-9.,\se+-]*)$", line.strip())
+        if m:
+            try:
+                times.seconds[m.group(1)] = sum(float(v) for v in m.group(2).split(",") if v.strip())
+            except ValueError:
+                continue
+    return _explanation(out), times

@@ -5,7 +5,7 @@
 being printed, and on exit every logger and every artifact switch is put back as it was, so settings
 the reader made (``TORCH_LOGS``, ``torch._logging.set_logs``) survive. The private access
 (``torch._logging._internal.log_registry`` and ``log_state``) goes through ``helpers.inspect.private``;
-both exist on torch 2.11 and 2.13.
+both exist on torch 2.11, 2.13 and 2.15.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import contextlib
 import logging
 from dataclasses import dataclass, field
 
-from .env import CourseError
+from .env import VERIFIED_TORCH, CourseError
 from .inspect import private
 
 @dataclass
@@ -82,7 +82,7 @@ def capture_logs(*artifacts: str, loggers: tuple[str, ...] = ()):
         import torch
 
         raise CourseError(f"no torch logger for the artifact(s) {missing} in torch {torch.__version__}: "
-                          "torch renamed them? (the course is tested on torch 2.11 and 2.13)")
+                          f"torch renamed them? (the course is verified on torch {', '.join(VERIFIED_TORCH)})")
     targets = list(dict.fromkeys([lg for lgs in found.values() for lg in lgs]))
     plain = [logging.getLogger(n) for n in loggers if logging.getLogger(n) not in targets]
     switched_on = [a for a in artifacts if not state.is_artifact_enabled(a)]

@@ -3,11 +3,13 @@
 Every private torch access of chapter 11 goes through ``helpers.inspect.private`` here (or through
 ``helpers.breaks``, ``helpers.dynamo_config`` and ``helpers.logs``): ``torch._dynamo.mark_dynamic`` /
 ``maybe_mark_dynamic``, ``torch._dynamo.config`` (``assume_static_by_default``,
-``automatic_dynamic_shapes``, ``recompile_limit``), the frame counters and the ``recompiles`` /
-``guards`` logging artifacts. All exist on torch 2.11 and 2.13.
+``automatic_dynamic_shapes``, ``recompile_limit``), ``torch._dynamo.decorators.mark_unbacked``,
+``torch.fx.experimental._config.backed_size_oblivious``, the frame counters and the ``recompiles`` /
+``guards`` logging artifacts. All exist on torch 2.11, 2.13 and 2.15.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from dataclasses import dataclass, field
@@ -82,8 +84,10 @@ def follow_calls(fn, sizes, make_args, *, dynamic=None, mark=None, backend="eage
     handle = register(lambda old, new: converted.append(old.co_name))
     calls = []
     try:
-        # silence: Dynamo's recompile-limit warning, which the chapter reports itself
-        with capture_logs("recompiles") as logs, silence("torch._dynamo", level=logging.ERROR):
+        # silence: Dynamo's recompile-limit warning, which the chapter reports itself, and the guard
+        # builder's log of a ConstraintViolationError, which the call records in `error`
+        with capture_logs("recompiles") as logs, silence("torch._dynamo", level=logging.ERROR), \
+                silence("torch._guards"):
             for size in sizes:
                 args = make_args(size)
                 if mark is not None:
@@ -217,3 +221,68 @@ def unbacked_symbols(gm) -> list[str]:
         if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             names |= {str(s) for s in v.node.expr.free_symbols if re.fullmatch(r"(u|zuf|zuh)\d+", str(s))}
     return sorted(names)
+
+
+# ---------------------------------------------------------------- beyond 0/1 specialisation, graphs as text
+
+
+def mark_unbacked(t, dim: int):
+    """``torch._dynamo.decorators.mark_unbacked``: make ``dim`` an unbacked symbol from the first call (ch11).
+
+    An unbacked size has no hint, so Dynamo cannot specialise it on 0 or 1 (or any value): sizes 0 and
+    1 share the one graph, at the price of reasoning without an example value.
+    """
+    private("torch._dynamo.decorators.mark_unbacked")(t, dim)
+    return t
+
+
+@contextlib.contextmanager
+def backed_size_oblivious(enabled: bool = True):
+    """Set ``torch.fx.experimental._config.backed_size_oblivious`` for the block (ch11).
+
+    Backed size symbols then get the range ``[0, inf]`` and size-oblivious reasoning, so sizes 0 and 1
+    need no entries of their own; the setting is marked experimental (meant for export).
+    """
+    config = private("torch.fx.experimental._config")
+    with config.patch(backed_size_oblivious=enabled):
+        yield
+
+
+def readable_types(gm) -> dict[str, str]:
+    """Node name → the type ``print_readable`` writes (``"f32[2*s0, (s1//2)]"``), symbols renamed (ch11).
+
+    Size symbols (``s77``, ``s27``) are renamed ``s0``, ``s1``, … in the order the graph takes them as
+    inputs, so the text survives torch's renaming of symbols between releases.
+    """
+    text = gm.print_readable(print_output=False)
+    head = re.search(r"def forward\(self, (.*?)\):", text)
+    order = re.findall(r'\b(s\d+): "Sym\(\1\)"', head.group(1)) if head else []
+    rename = {name: f"s{i}" for i, name in enumerate(order)}
+    out = {}
+    for m in re.finditer(r'^\s+(\w+): "([^"]+)" = ', text, re.M):
+        out[m.group(1)] = re.sub(r"\bs\d+\b", lambda s: rename.get(s.group(0), s.group(0)), m.group(2))
+    return out
+
+
+def node_ops(gm) -> list[tuple[str, str]]:
+    """``(FX op, target)`` of each node that computes, e.g. ``("call_method", "sum")`` (ch11).
+
+    ``explain``'s op count counts only ``call_function`` nodes (``_explain_graph_detail`` in
+    ``torch/_dynamo/backends/debugging.py``), so a ``call_method`` such as ``x.sum()`` adds nothing.
+    """
+    out = []
+    for n in gm.graph.nodes:
+        if n.op in ("call_function", "call_method", "call_module"):
+            target = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", str(n.target))
+            out.append((n.op, target))
+    return out
+
+
+def size_equalities(fn) -> list[int]:
+    """How many guards of each cache entry of ``fn`` equate two sizes (duck sizing), newest entry first (ch11)."""
+    from .guards import guard_leaves
+    from .inspect import cache_entries
+
+    return [sum(1 for kind, check in guard_leaves(fn, i) if kind == "LAMBDA_GUARD"
+                and re.fullmatch(r"\S+\.size\(\)\[\d+\] == \S+\.size\(\)\[\d+\]", check))
+            for i in range(len(cache_entries(fn)))]

@@ -105,3 +105,43 @@ def copy_bandwidth(numel: int, device: str, repeats: int = 20) -> float:
     dst = torch.empty_like(src)
     t = gpu_time(dst.copy_, src, repeats=repeats, device=device)
     return 2 * src.numel() * src.element_size() / t.median
+
+
+# ---------------------------------------------------------------- exercises (ch02)
+
+
+def compare_traffic(my_traffic, fn, sizes=(1000, 2**20)):
+    """Check a reader's byte count against the model: ``my_traffic(n) -> (eager_bytes, fused_bytes)`` (ch02).
+
+    ``fn`` is the pointwise function of one float32 tensor it describes. Returns ``None`` while
+    ``my_traffic`` returns None (unanswered), ``"ok"`` when it matches the model at every size in
+    ``sizes``, else a sentence naming the first size where it does not.
+    """
+    import torch
+
+    for n in sizes:
+        got = my_traffic(n)
+        if got is None:
+            return None
+        try:
+            eager, fused = (int(v) for v in got)
+        except (TypeError, ValueError):
+            return f"my_traffic({n}) returned {got!r}, not a pair of byte counts"
+        model = pointwise_traffic(fn, torch.empty(n))
+        if (eager, fused) != (model.eager, model.fused):
+            return (f"for n = {n} you count {eager:,} bytes eager and {fused:,} fused; "
+                    f"the model counts {model.eager:,} and {model.fused:,}")
+    return "ok"
+
+
+def traffic_ratio_of(fn, *args):
+    """The model's eager-to-fused ratio for a reader's function, ``None`` while it returns None (ch02 exercise 2.2).
+
+    A function Dynamo does not capture as exactly one graph of tensor operations gives a sentence saying so.
+    """
+    if fn is None or fn(*args) is None:
+        return None
+    try:
+        return pointwise_traffic(fn, *args).ratio
+    except (ValueError, ZeroDivisionError) as exc:
+        return f"not one graph of tensor operations ({exc})"

@@ -74,3 +74,88 @@ def test_print_at_places_the_print():
 def test_break_sites_nesting():
     sites = quiet(hb.break_sites, big, torch.randn(4))
     assert [name for name, _ in sites[0]] == ["big", "util"]
+
+
+def branchy(x):
+    if x.sum() > 0:
+        return x * 2
+    return x - 1
+
+
+def twice(x):
+    x = x * 2; print("a"); x = x + 1; print("b"); return x * 3  # noqa: E702
+
+
+def loop(x):
+    for _ in range(3):
+        x = x * 2
+        print("in loop")
+    return x + 1
+
+
+def test_print_at_converts_the_function_itself():
+    # registered with linecache: no `inner` wrapper frame on any torch (2.11 wraps source-less functions)
+    import inspect
+
+    fn = hb.print_at(2, 4)
+    assert inspect.getsource(fn) == fn.source
+    st = quiet(hb.compile_stats, fn, torch.randn(4))
+    assert st.frame_names[0] == "moved" and st.frames == 2
+
+
+def test_count_breaks_disagree_where_the_chapter_says():
+    x = torch.randn(4)
+    c = hb.count_breaks(branchy, x)
+    assert (c.logged, c.counter, c.resume_names, c.resumes_created, c.restarts) == (1, 0, 1, 2, 0)
+    assert "Data-dependent branching" in c.log_text
+    c = hb.count_breaks(twice, x)
+    assert (c.logged, c.explain, c.counter, c.resume_names, c.resumes_created) == (2, 2, 2, 1, 2)
+    assert c.row() == (2, 2, 2, 1, 2) and len(c.ops_per_graph) == 3
+    c = hb.count_breaks(hb.print_at(0), x)
+    assert (c.logged, c.explain) == (1, 0)
+
+
+def test_a_break_in_a_loop_skips_the_frame():
+    c = hb.count_breaks(loop, torch.randn(4))
+    assert (c.frames, c.graphs) == (0, 0) and "graph break in loop" in c.log_text
+
+
+def test_graph_break_function_and_error_on_graph_break():
+    gb = hb.graph_break_function()
+
+    def marked(x):
+        x = x * 2
+        gb()
+        return x + 1
+
+    st = hb.compile_stats(marked, torch.randn(4))
+    assert st.graphs == 2 and st.restarts == 1
+    with pytest.raises(Exception) as info:
+        with hb.error_on_graph_break(True):
+            hb.compile_stats(marked, torch.randn(4))
+    assert type(info.value).__name__ == "Unsupported"
+
+
+def test_breaks_and_output():
+    x = torch.randn(4)
+    assert hb.breaks_and_output(f, x) is None
+    n, out = hb.breaks_and_output(f, x, within=contextlib.nullcontext())
+    assert n == 1 and "mid" in out
+    n, out = hb.breaks_and_output(f, x, within=hb.reorderable(print))
+    assert n == 0 and "mid" in out
+
+
+def test_compare_compiled():
+    x = torch.randn(4)
+    assert hb.compare_compiled(None, loop, x) is None
+    same, printed, graphs = hb.compare_compiled(loop, loop, x)
+    assert same and printed and graphs == 0
+
+    def loop_fixed(x):
+        for _ in range(3):
+            x = x * 2
+        print("in loop\nin loop\nin loop")
+        return x + 1
+
+    assert hb.compare_compiled(loop_fixed, loop, x) == (True, True, 2)
+    assert hb.compare_compiled(lambda t: t * 3, loop, x)[:2] == (False, False)

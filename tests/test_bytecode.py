@@ -183,3 +183,113 @@ def test_sources():
         name = "L['y']"
 
     assert bc.source_name(Prop()) == "L['y']"
+
+
+def test_input_kinds_names_tensors_symints_and_promoted_floats():
+    from helpers.bytecode import input_kinds
+    from helpers.inspect import GraphRecorder, clear_compile_state
+
+    def mul(x, s):
+        return x * s
+
+    x = torch.randn(8)
+    kinds = []
+    for values in ([0.5, 1.5], [3, 4]):
+        clear_compile_state()
+        rec = GraphRecorder()
+        compiled = torch.compile(mul, backend=rec)
+        for v in values:
+            compiled(x, v)
+        kinds.append(input_kinds(rec.graphs[-1]))
+    assert kinds[0] == {"L_x_": "Tensor float32 [8]", "L_s_": "Tensor float64 []"}  # a float becomes a 0-d tensor
+    assert kinds[1] == {"L_x_": "Tensor float32 [8]", "L_s_": "SymInt"}
+
+
+# ---------------------------------------------------------------- chapters 3-4: frames, strategies, the table's gaps
+
+import random
+
+_FLAG = 0
+
+
+def _roll():
+    return random.randint(1, 6)
+
+
+def _delete_late(x):
+    global _FLAG
+    y = torch.sin(x) + 1
+    del _FLAG  # DELETE_GLOBAL: no handler
+    _FLAG = 0
+    return y * 2
+
+
+def test_frame_seen_within_matches_itself_and_its_callers():
+    fr = bc.FrameSeen("disable", "torch/_dynamo/decorators.py", "skipped: torch internals", "inner",
+                      ("torch/_compile.py:inner", "x.py:step"), "SKIP/DEFAULT")
+    assert fr.within("inner", "torch/_compile.py") and fr.within("disable") and fr.within("step", "x.py")
+    assert not fr.within("inner", "other.py") and not fr.within("nothing")
+
+
+def test_watch_frames_records_callers_and_strategies():
+    roll = torch.compiler.disable(_roll, recursive=False)
+
+    def step(x):
+        y = x.cos()
+        roll()
+        return y + 1
+
+    clear_compile_state()
+    with bc.watch_frames() as log:
+        torch.compile(step, backend="eager")(torch.randn(4))
+    by_name = {fr.name: fr for fr in log.frames}
+    assert by_name["randint"].decision == "skipped: skipfiles" and by_name["randint"].caller == "_roll"
+    assert by_name["randrange"].within("_roll") and not by_name["_roll"].within("randint")
+    assert {fr.strategy for fr in log.frames if fr.decision == "compiled"} == {"DEFAULT/DEFAULT"}
+    assert {fr.strategy for fr in log.frames if fr.decision != "compiled"} == {"SKIP/DEFAULT"}
+
+
+def test_skiplist_callback_and_profiler_events():
+    assert "random" in bc.skiplisted_stdlib() and all(isinstance(m, str) for m in bc.skiplisted_stdlib())
+    assert bc.callback_while_compiling(lambda t: t.cos() + 1, torch.randn(3)) == "NoneType"
+    compiled = torch.compile(lambda t: t.sin() + 1, backend="eager")
+    compiled(torch.randn(3))
+    assert "TorchDynamo Cache Lookup" in bc.profiled_events(compiled, torch.randn(3))
+    assert "TorchDynamo Cache Lookup" not in bc.profiled_events(lambda t: t.sin() + 1, torch.randn(3))
+
+
+def test_break_reports_parse_both_message_shapes():
+    plain = ("Graph break in user code at f.py:3\nGraph Break Reason: Data-dependent branching\n"
+             "  Explanation: Detected data-dependent branching.\n  Hint: one.\n  Hint: Use `torch.cond`.\n\n"
+             "  Developer debug context: attempted to jump with TensorVariable()\n")
+    gave_up = ("Graph break in user code at f.py:9\nGraph Break Reason: Failed to handle graph break gracefully. "
+               "Skipping the function and falling back to eager. Graph break encountered:\n\n"
+               "Missing bytecode handler\n  Explanation: Dynamo does not know `DELETE_GLOBAL`.\n")
+    first, second = bc.break_reports(Logs([("graph_breaks", plain), ("recompiles", "x"), ("graph_breaks", gave_up)]))
+    assert (first.reason, first.context, first.outcome) == ("Data-dependent branching",
+                                                            "attempted to jump with TensorVariable()", "")
+    assert first.hints == ["one.", "Use `torch.cond`."]
+    assert second.reason == "Missing bytecode handler" and second.outcome.endswith("falling back to eager.")
+    assert second.explanation.startswith("Dynamo does not know") and second.hints == []
+
+
+def test_placeholder_kinds_partition_the_placeholders():
+    census = bc.dispatch_census()
+    kinds = bc.placeholder_kinds(census)
+    assert sorted(op for ops in kinds.values() for op in ops) == sorted(census.placeholders)
+    assert "EXTENDED_ARG" in kinds["rewritten"] and "DELETE_GLOBAL" in kinds["unsupported"]
+    assert {"SEND", "YIELD_VALUE"} <= set(kinds["generator"])
+    assert all(op.startswith("INSTRUMENTED_") for op in kinds["instrumented"])
+    generator = bc.dispatch_census("InliningGeneratorInstructionTranslator")
+    assert "YIELD_VALUE" in generator.handlers and "YIELD_VALUE" in census.placeholders
+
+
+def test_first_compile_counts_attempts_and_keeps_its_graphs():
+    late = bc.first_compile(_delete_late, torch.randn(4))
+    assert len(late.graphs) == 1 and len(late.call_nodes()) == 2 and late.attempts == 2
+    assert late.breaks[0].reason == "Missing bytecode handler" and late.tracing_s > 0 and late.wall_s > 0
+    other = bc.first_compile(mul_add, torch.randn(4), torch.randn(4))  # resets Dynamo, and with it old backends
+    assert len(late.graphs) == 1 and len(other.graphs) == 1 and other.attempts == 1 and other.breaks == []
+    t = bc.trace(mul_add, torch.randn(4), torch.randn(4))
+    bc.trace(f, torch.randn(4))
+    assert len(t.graphs) == 1

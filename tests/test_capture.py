@@ -119,3 +119,81 @@ def test_graph_layers_and_draw_graph():
     edges = sum(len(n.all_input_nodes) for n in rec.graphs[0].graph.nodes)
     assert len([t for t in labels if not t]) == edges == 6    # one arrow per edge
     plt.close(fig)
+
+
+def test_watch_method_records_outcomes_and_restores():
+    cls = private("torch._dynamo.symbolic_convert.InstructionTranslator")
+    original = cls.__dict__["_return"]
+
+    def no_ops(x):
+        return x
+
+    def one_op(x):
+        return x + 1
+    clear_compile_state()
+    with hc.watch_method("torch._dynamo.symbolic_convert.InstructionTranslator._return") as calls:
+        torch.compile(no_ops, backend="eager")(torch.randn(2))
+        torch.compile(one_op, backend="eager")(torch.randn(2))
+    assert cls.__dict__["_return"] is original
+    # a traced return ends tracing by raising ReturnValueOp; an empty graph raises SkipFrame instead
+    assert [c.outcome for c in calls] == ["SkipFrame", "ReturnValueOp"]
+    assert "No ops traced" in calls[0].message
+    import pytest
+
+    from helpers.env import CourseError
+    with pytest.raises(CourseError):
+        with hc.watch_method("torch._dynamo.output_graph.OutputGraph.no_such_method"):
+            pass
+
+
+def test_watch_output_graph_sees_ambient_guards_and_fakes():
+    cls = private("torch._dynamo.output_graph.OutputGraph")
+    originals = (cls.init_ambient_guards, cls.call_user_compiler)
+    bias = torch.randn(2)
+
+    def f(x, unused):
+        return x * 2 + bias
+    clear_compile_state()
+    with hc.watch_output_graph() as views:
+        torch.compile(f, backend="eager")(torch.randn(2), torch.randn(3))
+    assert (cls.init_ambient_guards, cls.call_user_compiler) == originals
+    (view,) = views
+    assert {"GRAD_MODE", "DEFAULT_DEVICE", "GLOBAL_STATE", "SHAPE_ENV"} <= set(view.ambient_guards)
+    assert not any(k in view.ambient_guards for k in ("TENSOR_MATCH", "TYPE_MATCH"))
+    assert view.tracked_fakes == ["L['x']", "L['bias']"]
+    assert view.placeholders_fake and view.backend_fake_mode_is_new and view.shape_env_shared
+
+
+def test_output_names_and_new_compiled_fn_globals():
+    def twice(x):
+        y = x.sin()
+        return y, y, x
+
+    clear_compile_state()
+    rec = GraphRecorder()
+    a, b, c = torch.compile(twice, backend=rec)(torch.randn(2))
+    assert hc.output_names(rec.graphs[0]) == ["y"] and a is b
+    clear_compile_state()
+
+    def two_graphs(x):
+        y = x.cos()
+        torch._dynamo.graph_break()
+        return y.sin()
+
+    def no_graph(x):
+        return x
+
+    assert hc.new_compiled_fn_globals(two_graphs, torch.randn(2)) == 2
+    assert hc.new_compiled_fn_globals(no_graph, torch.randn(2)) == 0
+
+
+def test_tf32_warning_applies_only_on_ampere_or_newer_cuda(monkeypatch):
+    import types
+
+    if not torch.cuda.is_available():
+        assert hc.tf32_warning_applies() is False
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    for capability, precision, want in [((9, 0), "ieee", True), ((9, 0), "tf32", False), ((7, 5), "ieee", False)]:
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a, c=capability: c)
+        monkeypatch.setattr(torch.backends.cuda, "matmul", types.SimpleNamespace(fp32_precision=precision))
+        assert hc.tf32_warning_applies() is want

@@ -117,3 +117,79 @@ def test_via_args_pushes_inputs_from_args():
     pushed = [i for i, role in cg.roles(rw[0].modified) if role == "push inputs"]
     assert [i.opname for i in pushed].count("BINARY_SUBSCR") == 2
     assert any(i.opname == "LOAD_FAST" and i.argval == "args" for i in pushed)
+
+
+def g(x):
+    x = x * 2
+    print("mid")
+    return x + 1
+
+
+def choose_if(x):
+    if x is None:
+        return 1
+    return 2
+
+
+def guarded(x):
+    try:
+        return 1 / x
+    except ZeroDivisionError:
+        return 0.0
+
+
+def test_resume_parts_split_the_dead_copy():
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        _, rw = cg.capture_rewrites(g, torch.randn(4), markers=False)
+    parts = cg.resume_parts(rw[1].original)
+    assert parts.prologue[-1].opname == "JUMP_FORWARD"
+    assert any(i.opname == "LOAD_FAST" and i.argval == "___stack0" for i in parts.prologue)
+    assert parts.dead[0].opname == "RESUME" and parts.dead[-1].opname in ("CALL", "PRECALL")
+    assert parts.live[0].opname == "POP_TOP" and parts.live[-1].opname == "RETURN_VALUE"
+    assert parts.dead_lines == [parts.first_line] and parts.dead_positioned == 0
+    assert parts.live_positioned == len(parts.live)
+
+
+def test_exception_tables_real_and_virtual():
+    real = cg.exception_entries(guarded)
+    virtual = cg.virtual_exception_table(guarded)
+    assert len(real) == len(virtual) >= 1
+    assert virtual[0][3] == "PUSH_EXC_INFO"
+    moved = cg.exception_entries(cg.insert_nops(guarded, 2))
+    assert [e[2] - r[2] for e, r in zip(moved, real)] == [4] * len(real)
+    assert cg.exception_entries(choose_if) == []
+
+
+def test_stretch_jump_needs_extended_arg_past_255():
+    short = cg.stretch_jump(choose_if, 10)
+    assert (short.extended_args, short.passes) == (0, 1) and short.jump_arg < 256
+    far = cg.stretch_jump(choose_if, 300)
+    assert far.extended_args == 1 and far.passes == 2 and far.jump_arg > 255
+    assert far.instructions == short.instructions + 290 + 1
+    fn = type(choose_if)(far.code, {})
+    assert fn(None) == 1 and fn(0) == 2
+    # the wrapper is removed again
+    import torch._dynamo.bytecode_transformation as bt
+    assert bt.fix_extended_args.__name__ == "fix_extended_args"
+
+
+def test_tempvar_stores_counts_pass_two_temporaries():
+    class Holder:
+        pass
+
+    h = Holder()
+    h.w = torch.randn(3)
+
+    def apart(x):
+        w = h.w
+        return w, x * 2, w
+
+    def once(x):
+        return h.w, x * 2
+
+    _, rw = cg.capture_rewrites(apart, torch.randn(3), markers=False)
+    _, rw1 = cg.capture_rewrites(once, torch.randn(3), markers=False)
+    assert cg.tempvar_stores(rw[0].modified) >= 1 and cg.tempvar_stores(rw1[0].modified) == 0

@@ -36,3 +36,13 @@ def test_renamed_setting_falls_back_to_its_old_name():
     assert dc._resolve(types.SimpleNamespace(recompile_limit=8), "recompile_limit") == "recompile_limit"
     with pytest.raises(CourseError):
         dc._resolve(old_torch, "capture_scalar_outputs")
+
+
+def test_dynamo_config_where_present_skips_missing_settings_and_restores():
+    before = dc.dynamo_setting("capture_scalar_outputs")
+    with dc.dynamo_config_where_present(capture_scalar_outputs=not before, no_such_setting_anywhere=1) as applied:
+        assert applied == ["capture_scalar_outputs"]
+        assert dc.dynamo_setting("capture_scalar_outputs") is (not before)
+    assert dc.dynamo_setting("capture_scalar_outputs") is before
+    with dc.dynamo_config_where_present(no_such_setting_anywhere=1) as applied:
+        assert applied == []

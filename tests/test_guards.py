@@ -125,3 +125,52 @@ def test_guard_latency_log_collects_one_value_per_compile():
     with hg.guard_latency_log() as values:
         torch.compile(make(3), backend="eager")(torch.randn(2), 1)
     assert len(values) == 1 and values[0] > 0
+
+
+def test_key_phrase_keeps_the_phrase_and_reports_a_rewording_in_full():
+    reason = "tensor 'x' size mismatch at index 0. expected 4, actual 8"
+    assert hg.key_phrase(reason, "size mismatch at index 0. expected 4, actual 8") == \
+        "size mismatch at index 0. expected 4, actual 8"
+    assert hg.key_phrase("tensor 'x' has another shape", "size mismatch") == "tensor 'x' has another shape"
+
+
+def test_guard_subject_and_tensor_layout_read_leaf_checks(f):
+    leaves = hg.guard_leaves(f)
+    tensor = next(check for kind, check in leaves if kind == "TENSOR_MATCH")
+    assert hg.guard_subject(tensor) == "L['x']"
+    assert hg.tensor_layout(tensor) == "size=[4, 4], stride=[4, 1]"
+    assert hg.guard_subject("___check_type_id(L['items'], 140), type=<class 'list'>") == "L['items']"
+    assert hg.guard_subject("___check_obj_id(G['helper'].__code__, 1405)") == "G['helper'].__code__"
+    assert hg.guard_subject("L['n'] == 3") == "L['n'] == 3" and hg.tensor_layout("L['n'] == 3") == ""
+
+
+def test_guard_checker_accepts_the_traced_call_and_rejects_others(f):
+    check = hg.guard_checker(f)
+    x = torch.randn(4, 4)
+    assert check(hg.frame_locals(f, x, 3)) and not check(hg.frame_locals(f, x, 4))
+    clear_compile_state()
+    with pytest.raises(ValueError, match="no cache entry"):
+        hg.guard_checker(make(9))
+
+
+def test_overhead_split_times_guard_eager_and_compiled_side_by_side():
+    clear_compile_state()
+    fn = make(2)
+    compiled = torch.compile(fn, backend="eager")
+    x = torch.randn(4, 4)
+    compiled(x, 3)
+    split = hg.overhead_split(fn, compiled, x, 3, rounds=4, target=0.001)
+    assert 0 < split.guard_us < 1e3 and 0 < split.eager_us < 1e4 and split.compiled_us > 0
+    assert split.overhead_us == pytest.approx(split.compiled_us - split.eager_us)
+    assert split.rounds <= 4 and (split.share > 0 or split.rounds == 0)
+    with pytest.raises(ValueError, match="reject"):
+        hg.overhead_split(fn, compiled, x, 4, rounds=1)
+
+
+def test_ambient_guards_reads_the_declarations_and_the_no_ops():
+    amb = hg.ambient_guards()
+    assert {"GRAD_MODE", "GLOBAL_STATE", "DEFAULT_DEVICE"} <= set(amb.declared)
+    assert "GRAD_MODE" in amb.no_ops and "GLOBAL_STATE" not in amb.no_ops
+    assert "grad_mode" in amb.global_state_fields
+    assert "pass" in hg.guard_builder_source("GRAD_MODE")
+    assert "def GLOBAL_STATE" in hg.guard_builder_source("GLOBAL_STATE")

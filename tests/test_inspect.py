@@ -129,3 +129,86 @@ def test_cache_entries_and_transformed_code_newest_first():
     assert fn.__code__ is before and len(entries) == 2
     assert hi.transformed_code(fn, 1) is first and hi.transformed_code(fn) is entries[0].code is not first
     assert any(name.startswith("__compiled_fn") for name in first.co_names)
+
+
+def test_operator_counts_come_from_the_dispatcher_not_from_lazy_packets():
+    first = hi.operator_counts()
+    assert first["aten_packets"] < first["aten_overloads"]
+    assert 0 < first["core_aten_packets"] <= first["core_aten_overloads"] < first["aten_packets"]
+    assert first["prims"] > 0
+    # touching every packet changes what dir(torch.ops.aten) lists, not what the dispatcher has
+    second = hi.operator_counts()
+    assert second["aten_listed"] >= second["aten_packets"] > first["aten_listed"]
+    assert {k: v for k, v in second.items() if k != "aten_listed"} == \
+        {k: v for k, v in first.items() if k != "aten_listed"}
+    fresh = hi.operator_counts(fresh_process=True)
+    assert fresh["aten_overloads"] == first["aten_overloads"] and fresh["prims"] <= first["prims"]
+
+
+# ---------------------------------------------------------------- ch02: compile times, kernels, guards
+
+
+def test_compile_times_keeps_only_the_block_and_survives_a_reset():
+    hi.clear_compile_state()
+    torch.compile(f, backend="eager")(torch.randn(4))  # before the block: not counted
+    with hi.compile_times() as t:
+        torch._dynamo.reset()  # clears torch's table inside the block
+        torch.compile(f, backend="eager")(torch.randn(5))
+    assert t["_compile.compile_inner"] > 0 and 0 < t["bytecode_tracing"] <= t["_compile.compile_inner"]
+    assert t["build_guards"] > 0 and t["no such timer"] == 0.0
+    with hi.compile_times() as nothing:
+        pass
+    assert nothing.seconds == {}
+
+
+def test_stations_split_nested_timers_into_disjoint_parts():
+    t = hi.CompileTimes({"_compile.compile_inner": 10.0, "OutputGraph.call_user_compiler": 8.0,
+                         "bytecode_tracing": 1.0, "build_guards": 0.5, "create_aot_dispatcher_function": 7.0,
+                         "compile_fx.<locals>.fw_compiler_base": 6.0, "compile_file": 4.0,
+                         "async_compile.wait": 3.0})
+    s = t.stations(total=11.0)
+    assert s == {"Dynamo: trace bytecode": 1.0, "Dynamo: build guards": 0.5, "Dynamo: the rest": 0.5,
+                 "AOTAutograd": 1.0, "Inductor: lower, schedule, write code": 3.0,
+                 "kernel compiler (C++ or Triton)": 4.0, "after compiling: wrappers, first run": 1.0}
+    assert sum(s.values()) == 11.0 and t.dynamo_seconds() == 2.0
+    triton = hi.CompileTimes({"async_compile.precompile": 0.5, "async_compile.wait": 0.25})
+    assert triton.compiler_seconds() == 0.75  # no g++ run: Triton's timers
+
+
+def test_explain_with_times_reads_the_timers_explain_resets():
+    e, t = hi.explain_with_times(f, torch.randn(8))
+    assert (e.graph_count, e.op_count) == (1, 5)
+    assert t["_compile.compile_inner"] > 0 and 0 < t["bytecode_tracing"] <= t["_compile.compile_inner"]
+
+
+TRITON_KERNEL = '''
+triton_poi_fused_add_0 = async_compile.triton('triton_poi_fused_add_0', \'\'\'
+@triton.jit
+def triton_poi_fused_add_0(in_ptr0, in_ptr1, out_ptr0, xnumel, XBLOCK : tl.constexpr):
+    xnumel = 4096
+    xoffset = tl.program_id(0) * XBLOCK
+    x0 = xoffset + tl.arange(0, XBLOCK)[:]
+    tmp0 = tl.load(in_ptr0 + (x0), None)
+    tmp1 = tl.load(in_ptr1 + (x0), None)
+    tl.store(out_ptr0 + (x0), tmp0 + tmp1, None)
+\'\'\', device_str='cuda')
+'''
+
+
+def test_kernel_summary_reads_triton_and_cpp_kernels():
+    k = hi.kernel_summary(hi.InductorOutput([TRITON_KERNEL]))
+    assert (k.name, k.language, k.numel, k.loads, k.stores) == ("triton_poi_fused_add_0", "triton", 4096, 2, 1)
+    _, code = hi.inductor_code(lambda a, b: a * b + a, torch.randn(1024), torch.randn(1024))
+    k = hi.kernel_summary(code)
+    assert k.language == "c++" and k.name.startswith("cpp_fused_add_mul") and k.numel == 1024
+    assert (k.loads, k.stores) == (2, 1)
+
+
+def test_noop_guard_kinds_are_the_ones_whose_builder_is_pass():
+    kinds = ["TENSOR_MATCH", "GRAD_MODE", "GLOBAL_STATE", "DETERMINISTIC_ALGORITHMS", "GRAD_MODE", "NO_SUCH_KIND"]
+    assert hi.noop_guard_kinds(kinds) == ["GRAD_MODE", "DETERMINISTIC_ALGORITHMS"]
+
+
+def test_inductor_vec_isa_names_an_instruction_set():
+    isa = hi.inductor_vec_isa()
+    assert isinstance(isa, str) and isa and isa == isa.lower()

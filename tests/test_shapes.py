@@ -114,3 +114,43 @@ def test_follow_calls_records_errors_and_goes_on():
 
     calls = hs.follow_calls(picky, [2, 3, 4], lambda n: (torch.randn(n),))
     assert [c.error for c in calls] == [None, "RuntimeError", None]
+
+
+def test_mark_unbacked_and_backed_size_oblivious_skip_the_0_1_entries():
+    sizes = [4, 8, 16, 1, 0]
+    assert hs.compiles(hs.follow_calls(mm, sizes, batch)) == 4
+    assert hs.compiles(hs.follow_calls(mm, sizes, batch, mark=lambda a: hs.mark_unbacked(a[0], 0))) == 1
+    with hs.backed_size_oblivious():
+        assert hs.compiles(hs.follow_calls(mm, sizes, batch)) == 2
+    assert hs.compiles(hs.follow_calls(mm, sizes, batch)) == 4  # the setting is restored
+
+
+def test_readable_types_rename_symbols_in_input_order():
+    def h(x):
+        b = x.shape[0]
+        return torch.reshape(x, (b * 2, -1)), b * 2
+
+    _, rec = capture_graphs(h, torch.randn(4, 6), dynamic=True)
+    types = hs.readable_types(rec.graphs[0])
+    assert types["mul"] == "Sym(2*s0)" and types["reshape"] == "f32[2*s0, (s1//2)]"
+
+
+def test_node_ops_tell_methods_from_functions():
+    def ub(x):
+        return x.sum() * 2
+
+    _, rec = capture_graphs(ub, torch.randn(3))
+    assert hs.node_ops(rec.graphs[0]) == [("call_method", "sum"), ("call_function", "mul")]
+
+
+def test_size_equalities_only_under_duck_sizing():
+    def g(x, z):
+        return x + z.sum()
+
+    def pair(n):
+        return torch.randn(n), torch.randn(n)
+
+    hs.follow_calls(g, [4, 8], pair)
+    assert hs.size_equalities(g) == [0, 0]
+    hs.follow_calls(g, [4, 8], pair, dynamic=True)
+    assert hs.size_equalities(g) == [1]
