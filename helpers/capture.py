@@ -313,15 +313,17 @@ def new_compiled_fn_globals(fn, *args, **kwargs) -> int:
     return len(set(compiled_fn_names(namespace)) - before)
 
 
-def tf32_warning_applies() -> bool:
+def tf32_warning_applies(device: str = "cuda") -> bool:
     """Whether Inductor would warn "TensorFloat32 tensor cores … available but not enabled" here (ch08).
 
-    The conditions of ``torch._inductor.compile_fx._warn_tf32_disabled``: a CUDA GPU of compute capability
-    8.0 or newer, with float32 matrix multiplications not in ``"tf32"`` precision.
+    The conditions of ``torch._inductor.compile_fx``: a float32 matmul on a CUDA device
+    (``is_tf32_warning_applicable``; a graph on ``device="cpu"`` never warns, even on a GPU machine), and
+    ``_warn_tf32_disabled``: a GPU of compute capability 8.0 or newer with float32 matmuls not in
+    ``"tf32"`` precision.
     """
     import torch
 
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (8, 0):
+    if device != "cuda" or not torch.cuda.is_available() or torch.cuda.get_device_capability() < (8, 0):
         return False
     matmul = torch.backends.cuda.matmul
     precision = getattr(matmul, "fp32_precision", None)

@@ -234,7 +234,9 @@ def fresh_compile_cache():
     from . import inspect as _inspect
 
     saved = {k: os.environ.get(k) for k in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
-    with tempfile.TemporaryDirectory(prefix="course_cold_", dir=cache_root().parent) as tmp:
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="course_cold_", dir=root) as tmp:
         use_cache_dir(tmp)
         _inspect.clear_compile_state()
         try:

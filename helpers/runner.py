@@ -258,6 +258,7 @@ def publish(run_dir: str, chapters_dir: Path = CHAPTERS_DIR, allow_dirty: bool =
         src = Path(r.path)
         chapter = CHAPTER_FILE.match(src.name).group(1)
         nb = json.loads(src.read_text(encoding="utf-8"))
+        drop_injected_parameters(nb, r.env or {})
         rerender_tables(nb, r)
         (chapters_dir / src.name).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         figures = {f["name"]: {k: f.get(k) for k in ("value", "unit", "status", "rule")}
@@ -270,6 +271,24 @@ def publish(run_dir: str, chapters_dir: Path = CHAPTERS_DIR, allow_dirty: bool =
 
 
 NOT_MEASURED_HERE = ("reference", "canonical", "words")
+
+
+def drop_injected_parameters(nb: dict, env: dict) -> bool:
+    """Remove papermill's injected-parameters cell when it only says what the run's banner says.
+
+    ``--device cuda`` on a GPU machine injects ``device = "cuda"``, which ``"auto"`` resolves to anyway;
+    the page then shows the chapter as a reader runs it. A cell that changed anything else stays.
+    """
+    for i, cell in enumerate(nb["cells"]):
+        if "injected-parameters" not in cell.get("metadata", {}).get("tags", []):
+            continue
+        src = "".join(cell.get("source", ""))
+        pairs = dict(re.findall(r'^(\w+) = "([^"]*)"$', src, re.M))
+        lines = [l for l in src.splitlines() if l.strip() and not l.startswith("#")]
+        if len(pairs) == len(lines) and all(env.get(k) == v for k, v in pairs.items()):
+            del nb["cells"][i]
+            return True
+    return False
 
 
 def rerender_tables(nb: dict, result: NotebookResult) -> int:

@@ -197,3 +197,4 @@ def test_tf32_warning_applies_only_on_ampere_or_newer_cuda(monkeypatch):
         monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a, c=capability: c)
         monkeypatch.setattr(torch.backends.cuda, "matmul", types.SimpleNamespace(fp32_precision=precision))
         assert hc.tf32_warning_applies() is want
+        assert hc.tf32_warning_applies("cpu") is False  # a CPU graph on a GPU machine never warns

@@ -146,3 +146,12 @@ def test_cli_refuses_empty_verify_and_empty_shards(tmp_path):
     assert proc.returncode == 2 and "holds no chapter" in proc.stderr
     proc = cli("--help")
     assert proc.returncode == 0 and "``" not in proc.stdout and "(ch01)" not in proc.stdout
+
+
+def test_publish_drops_an_injected_parameters_cell_only_when_it_changed_nothing():
+    def nb(src):
+        return {"cells": [{"cell_type": "code", "metadata": {"tags": ["injected-parameters"]}, "source": src}]}
+    same = nb('# Parameters\ndevice = "cuda"\n')
+    assert runner.drop_injected_parameters(same, {"device": "cuda", "scale": "full"}) and same["cells"] == []
+    other = nb('# Parameters\ndevice = "cuda"\nrepeats = 3\n')
+    assert not runner.drop_injected_parameters(other, {"device": "cuda"}) and len(other["cells"]) == 1
