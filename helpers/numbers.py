@@ -101,8 +101,6 @@ def render_table(spec: list, series: dict, book: dict, book_env: dict | None, mi
     ``series``: reference name → glued reference; ``book`` and ``mine``: figure name → value, unit,
     status, rule. Without ``mine`` the table is the book's page: series, book, check.
     """
-    from .figures import check_mark
-
     reader = mine is not None
     head = ["Figure", "Series (L40S, torch 2.8)", f"This book ({short_device(book_env)})"]
     if reader:
@@ -117,13 +115,23 @@ def render_table(spec: list, series: dict, book: dict, book_env: dict | None, mi
         judged = (mine or {}).get(name) if reader else b
         if reader:
             cells.append(_fmt(judged["value"], fmt, judged.get("unit", "")) if judged else "not measured here")
-        cells.append(check_mark(judged["status"], judged.get("rule", "")) if judged and judged.get("status") else "—")
+        cells.append(_short_check(judged) if judged and judged.get("status") else "—")
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     lines += ["", f"**This book:** {run_label(book_env)}" + ("." if reader else
               " — the run every output on this page comes from.")]
     if reader:
         lines += ["", f"**Your run:** {run_label(mine_env)}."]
     return "\n".join(lines)
+
+
+def _short_check(fig: dict) -> str:
+    """The check for a table cell: a long exact value is not repeated (it stands in the value columns)."""
+    from .figures import check_mark
+
+    rule = fig.get("rule", "")
+    if fig["status"] == "pass" and rule.startswith("== ") and len(rule) > 24:
+        rule = "exact"
+    return check_mark(fig["status"], rule)
 
 
 def _fmt(value, fmt: str, unit: str) -> str:
