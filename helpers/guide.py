@@ -22,6 +22,17 @@ def _field(markdown: str, label: str) -> str:
     return " ".join(m.group(1).split()) if m else "—"
 
 
+def cross_document_glue(markdown: str, notebook: str) -> str:
+    """Point the glue roles of a chapter's text at that chapter's notebook (``notebook::name``)."""
+    def point(m):
+        role, name = m.group(1), m.group(2)
+        if "::" in name:
+            return m.group(0)
+        # glue:text reads "key:format" from the right, so a bare key from another document uses {glue}
+        return f"{{glue}}`{notebook}::{name}`" if ":" not in name else f"{role}`{notebook}::{name}`"
+    return re.sub(r"(\{glue(?::\w+)?\})`([^`]+)`", point, markdown)
+
+
 def chapter_section(path: Path) -> str:
     nb = load_notebook(path)
     cells = nb["cells"]
@@ -34,7 +45,7 @@ def chapter_section(path: Path) -> str:
         m = re.search(r"^\*\*Exercise", src, re.M) if cell.get("cell_type") == "markdown" else None
         if not m:
             continue
-        lines += [src[m.start():].strip(), ""]
+        lines += [cross_document_glue(src[m.start():].strip(), path.name), ""]
         solution = next((_source(c) for c in cells[i + 1:i + 4]
                          if c.get("cell_type") == "code" and "hide-cell" in c.get("metadata", {}).get("tags", [])), None)
         if solution:

@@ -155,3 +155,11 @@ def test_publish_drops_an_injected_parameters_cell_only_when_it_changed_nothing(
     assert runner.drop_injected_parameters(same, {"device": "cuda", "scale": "full"}) and same["cells"] == []
     other = nb('# Parameters\ndevice = "cuda"\nrepeats = 3\n')
     assert not runner.drop_injected_parameters(other, {"device": "cuda"}) and len(other["cells"]) == 1
+
+
+def test_instructor_guide_points_exercise_glue_at_its_chapter():
+    from helpers.guide import cross_document_glue
+
+    text = "{glue:text}`n` and {glue:text}`t:.2f` and {glue:text}`other.ipynb::k`"
+    assert cross_document_glue(text, "ch05_x.ipynb") == (
+        "{glue}`ch05_x.ipynb::n` and {glue:text}`ch05_x.ipynb::t:.2f` and {glue:text}`other.ipynb::k`")
