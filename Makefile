@@ -8,7 +8,7 @@ TORCH_SPEC ?= torch==2.13.0
 CHAPTERS ?=
 RUN_DIR ?= runs/latest
 
-.PHONY: setup book test lint lab run publish clean
+.PHONY: setup book test lint sync lab run publish clean
 
 setup: $(STAMP)
 
@@ -29,6 +29,11 @@ test: setup
 
 lint: setup
 	$(PY) -m helpers lint
+
+# After editing a chapter's text source sources/chNN_*.md: write its cells into chapters/chNN_*.ipynb
+# (outputs kept). jupytext syncs from whichever of the pair was saved last (jupytext.toml pairs them).
+sync: setup
+	$(VENV)/bin/jupytext --sync chapters/ch*.ipynb
 
 # Open the chapters in JupyterLab (installed into .venv on first use).
 lab: setup

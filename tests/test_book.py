@@ -3,7 +3,6 @@ import re
 import subprocess
 
 import pytest
-
 from conftest import ROOT, chromium
 
 RAW_ROLE = re.compile(r"\{(?:glue|doc|ref|numref|term|eq|index|cite)(?::\w+)?\}")

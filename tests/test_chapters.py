@@ -5,13 +5,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from helpers.lint import lint_notebook
-from helpers.numbers import CANONICAL_DIR
-from helpers.runner import NOT_MEASURED_HERE, chapters
-from helpers.verify import verify_notebook
-
 from conftest import ROOT
+from helpers.pipeline.lint import lint_notebook
+from helpers.core.numbers import CANONICAL_DIR
+from helpers.pipeline.run import NOT_MEASURED_HERE, chapters
+from helpers.pipeline.verify import verify_notebook
 
 CHAPTERS = chapters()
 
@@ -64,7 +62,7 @@ def test_canonical_record_matches_the_committed_notebook(chapter):
 @pytest.mark.parametrize("chapter", list(CHAPTERS))
 def test_a_published_page_names_one_run(chapter):
     """The banner, the numbers table and the canonical record all name the same committed run."""
-    from helpers.numbers import TABLE_META_KEY
+    from helpers.core.numbers import TABLE_META_KEY
 
     nb = json.loads(CHAPTERS[chapter].read_text())
     record = json.loads((CANONICAL_DIR / f"{chapter}.json").read_text())
@@ -94,6 +92,6 @@ def test_chapter_executes_on_cpu_with_expectations_met(cpu_run, chapter):
 
 
 def test_instructor_guide_is_current():
-    from helpers.guide import GUIDE, render
+    from helpers.pipeline.guide import GUIDE, render
 
     assert GUIDE.read_text() == render(), "run `python -m helpers guide` and commit chapters/instructors.md"

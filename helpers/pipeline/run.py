@@ -1,0 +1,234 @@
+"""``python -m helpers run``: execute chapter notebooks with papermill in fresh kernels, verify every
+figure from the executed notebook alone, and write report.md (ch01 explains the promise).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ..core.env import REPO_ROOT, CourseError
+from .verify import NotebookResult, verify_notebook
+
+CHAPTERS_DIR = REPO_ROOT / "chapters"
+
+
+CHAPTER_FILE = re.compile(r"^(ch\d\d)_[\w-]+\.ipynb$")
+
+
+def chapters(directory: Path = CHAPTERS_DIR) -> dict[str, Path]:
+    """Chapter id → notebook path, in course order."""
+    found = {}
+    for path in sorted(directory.glob("ch*.ipynb")):
+        m = CHAPTER_FILE.match(path.name)
+        if m:
+            found[m.group(1)] = path
+    return found
+
+
+def resolve(names: list[str], directory: Path = CHAPTERS_DIR) -> list[Path]:
+    """Map 'ch02', '2', 'ch02_four_stations' or a path to notebooks; unknown names are an error."""
+    known = chapters(directory)
+    if not names:
+        return list(known.values())
+    out = []
+    for name in names:
+        p = Path(name)
+        if p.suffix == ".ipynb" and p.exists():
+            out.append(p.resolve())
+            continue
+        key = name if name.startswith("ch") else f"ch{int(name):02d}" if name.isdigit() else name
+        key = key[:4]
+        if key not in known:
+            raise CourseError(f"unknown chapter {name!r}. Available: {', '.join(known) or 'none'}.")
+        out.append(known[key])
+    return out
+
+
+def parse_shard(shard: str | None) -> tuple[int, int]:
+    if not shard:
+        return 1, 1
+    m = re.fullmatch(r"(\d+)/(\d+)", shard)
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise CourseError(f"--shard {shard!r}: use i/n with 1 <= i <= n, e.g. --shard 2/4.")
+    return int(m.group(1)), int(m.group(2))
+
+
+def environment_summary(device: str) -> dict:
+    """The run's environment, for the report header."""
+    from ..core.env import detect
+
+    env = detect(device)
+    return {k: v for k, v in env.as_dict().items() if k not in ("chapter", "extra", "scale")}
+
+
+def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: float, cache: Path) -> NotebookResult:
+    """Run one notebook in a fresh kernel (a papermill child process) and verify what it wrote."""
+    notebook, out, cache = Path(notebook).resolve(), Path(out).resolve(), Path(cache).resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    # Inductor keeps precompiled C++ headers under $TMPDIR/torchinductor_$USER whatever its cache dir
+    # is, so the run gets its own TMPDIR too: nothing compiled outside the run leaks into it.
+    (cache / "tmp").mkdir(parents=True, exist_ok=True)
+    env.update(COURSE_HEADLESS="1", COURSE_CACHE_DIR=str(cache), TORCHINDUCTOR_CACHE_DIR=str(cache),
+               TRITON_CACHE_DIR=str(cache / "triton"), TMPDIR=str(cache / "tmp"), PYTHONUNBUFFERED="1")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    cmd = [sys.executable, "-m", "papermill", str(notebook), str(out), "--cwd", str(notebook.parent),
+           "-k", "python3", "--no-progress-bar", "--log-level", "WARNING"]
+    for key, value in (("device", device), ("scale", scale)):
+        if value != "auto":
+            cmd += ["-p", key, value]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    try:
+        log, _ = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        log, _ = proc.communicate()
+        timed_out = True
+    seconds = time.perf_counter() - t0
+    if out.exists():
+        result = verify_notebook(out)
+    else:
+        result = NotebookResult(str(out), status="error")
+        result.problems.append("papermill wrote no output notebook:\n" + (log or "")[-2000:])
+    result.seconds = round(seconds, 1)
+    if timed_out:
+        result.status = "timeout"
+        result.problems.insert(0, f"timed out after {timeout:.0f} s (raise --timeout, or make the "
+                                  f"chapter's quick scale smaller)")
+    elif proc.returncode != 0 and result.ok:
+        result.status = "error"
+        result.problems.append(f"papermill exited with {proc.returncode}:\n{(log or '')[-2000:]}")
+    return result
+
+
+def run(names: list[str], *, device="auto", scale="auto", shard=None, out=None, timeout=300.0,
+        cache=None) -> int:
+    """Execute, verify and report; returns the process exit code (0 only if everything passed)."""
+    from ..core.env import resolve_device
+
+    notebooks = resolve(names)
+    device_resolved = resolve_device(device)  # fails loudly for cuda without a GPU
+    i, n = parse_shard(shard)
+    notebooks = notebooks[i - 1::n]
+    if not notebooks:
+        raise CourseError(f"shard {i}/{n} of {len(resolve(names))} chapter(s) holds no chapter: use fewer shards.")
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out_dir = (Path(out) if out else REPO_ROOT / "runs" / f"{stamp}-{device_resolved}").resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cache = Path(cache) if cache else out_dir / "compile-cache"
+    report = {"started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+              "device": device_resolved, "scale": scale, "shard": f"{i}/{n}",
+              "environment": environment_summary(device_resolved), "notebooks": []}
+    for nb in notebooks:
+        print(f"running {nb.name} ...", flush=True)
+        result = execute(nb, out_dir / nb.name, device=device, scale=scale, timeout=timeout, cache=cache)
+        report["notebooks"].append(result.as_dict())
+        print(f"  {result.status} in {result.seconds} s; figures {result.counts()}", flush=True)
+        for p in result.problems:
+            print(f"  - {p}", flush=True)
+    report["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    report["ok"] = all(r["ok"] for r in report["notebooks"])
+    write_report(report, out_dir)
+    print(f"report: {out_dir / 'report.md'}  ->  {'PASSED' if report['ok'] else 'FAILED'}")
+    return 0 if report["ok"] else 1
+
+
+def explain_problem(fig: dict, env: dict) -> str:
+    """What a failed figure means for the reader: behaviour changed, or hardware/timing."""
+    kind = (fig.get("expect") or {}).get("kind")
+    val = f"{fig.get('value')!r}{(' ' + fig['unit']) if fig.get('unit') else ''}"
+    if fig["status"] == "unverified":
+        return f"`{fig['name']}` = {val}: unverified ({fig.get('rule')})."
+    if kind == "exact":
+        return (f"`{fig['name']}` = {val}, expected {fig.get('rule')}: an exact count, so torch "
+                f"{env.get('torch')} behaves differently from what the chapter says. This is not your machine; "
+                "the chapter's text is out of date for this torch (please report it).")
+    if kind == "band":
+        retried = " It was measured twice." if "re-measured" in (fig.get("note") or "") else ""
+        return (f"`{fig['name']}` = {val}, outside its band ({fig.get('rule')}): a hardware or timing figure."
+                f"{retried} Close other programs and run the chapter again; if it still misses, your hardware "
+                "differs from every machine the band was set on — compare with the book's value below.")
+    if kind == "record":
+        return (f"`{fig['name']}` = {val}, outside its sanity range ({fig.get('rule')}): the measurement itself "
+                "broke (a stalled machine, a timer problem). Run the chapter again.")
+    return f"`{fig['name']}` = {val}: {fig.get('rule')}."
+
+
+def write_report(report: dict, out_dir: Path) -> None:
+    """report.json, and report.md: per chapter, per figure, the series, the book's run and this run."""
+    from ..core.figures import check_mark
+    from ..core.numbers import _fmt, canonical, run_label
+
+    (out_dir / "report.json").write_text(json.dumps(report, indent=1, default=str))
+    env = report["environment"]
+    n_fail = sum(nb["counts"].get("fail", 0) for nb in report["notebooks"])
+    lines = [f"# Course run {report['started']}", "",
+             f"- this run: {run_label(env)}",
+             f"- scale {report['scale']}; shard {report['shard']}; {len(report['notebooks'])} chapters",
+             f"- result: **{'PASSED' if report['ok'] else 'FAILED'}**" + (f" ({n_fail} figures missed)" if n_fail else ""),
+             "", "Exact figures that fail mean torch behaves differently from the text; band figures that fail "
+             "are hardware or timing (each was measured twice before failing where the chapter allows).", ""]
+    for nb in report["notebooks"]:
+        name = Path(nb["path"]).name
+        chapter = CHAPTER_FILE.match(name).group(1) if CHAPTER_FILE.match(name) else None
+        book = canonical(chapter) if chapter else None
+        lines += [f"## {name}: {nb['status']} ({nb['seconds']} s)", ""]
+        if book:
+            lines += [f"This book: {run_label(book.get('env'))}.", ""]
+        bad = [f for f in nb["figures"] if f["status"] in ("fail", "unverified")]
+        lines += [f"- {explain_problem(f, env)}" for f in bad]
+        lines += [f"- problem: {p}" for p in nb["problems"] if not p.startswith("figure ")]
+        labels = {row[2]: (row[0], row[1], row[3]) for row in nb.get("tables", [])}
+        series = {f["name"]: f for f in nb["figures"] if f["status"] == "reference"}
+        own = [f for f in nb["figures"] if f["status"] not in NOT_MEASURED_HERE]
+        if own:
+            lines += ["", "| figure | series | this book | this run | check |", "|---|---|---|---|---|"]
+            for f in own:
+                label, ref, fmt = labels.get(f["name"], (None, None, ""))
+                s = series.get(ref) if ref else None
+                b = (book or {}).get("figures", {}).get(f["name"])
+                cells = [f"{label} (`{f['name']}`)" if label else f"`{f['name']}`",
+                         _fmt(s["value"], fmt, s.get("unit", "")) if s else "—",
+                         _fmt(b["value"], fmt, b.get("unit", "")) if b else "—",
+                         _fmt(f.get("value"), fmt, f.get("unit", "")),
+                         check_mark(f["status"], f.get("rule", "")) + (f" ({f['note']})" if f.get("note") else "")]
+                lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+        lines.append("")
+    (out_dir / "report.md").write_text("\n".join(lines))
+
+
+def verify_paths(paths: list[str]) -> int:
+    """``verify PATH...``: re-check executed notebooks; exit 1 on any problem."""
+    if not paths:
+        raise CourseError("verify needs at least one executed .ipynb (or a run folder).")
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(p.glob("ch*.ipynb"))
+            if not found:
+                raise CourseError(f"{p}: no executed chapter notebooks (ch*.ipynb) in this folder.")
+            files += found
+        else:
+            files.append(p)
+    bad = 0
+    for f in files:
+        r = verify_notebook(f)
+        counts = ", ".join(f"{v} {k}" for k, v in sorted(r.counts().items())) or "no figures"
+        print(f"{f}: {r.status} ({counts})")
+        for p in r.problems:
+            print(f"  - {p}")
+        bad += not r.ok
+    return 1 if bad else 0
+
+
+NOT_MEASURED_HERE = ("reference", "canonical", "words")

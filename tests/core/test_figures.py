@@ -1,0 +1,102 @@
+"""Unit tests of helpers/core/figures.py."""
+import pytest
+
+from helpers.core.figures import RECORDED, band, check, exact, exact_by_python, record
+
+
+def test_exact_checks_equality():
+    assert check(5, exact(5), ["cpu"], "2.13")[0] == "pass"
+    assert check(4, exact(5), ["cpu"], "2.13")[0] == "fail"
+    assert check(6.0, exact(6.0), ["cpu"], "2.13")[0] == "pass"
+    assert check(True, exact(True), ["cpu"], "2.13")[0] == "pass"
+
+
+def test_exact_per_torch_version_and_device():
+    by_torch = exact(by_torch={"2.11": 12, "2.13": 13})
+    assert check(12, by_torch, ["sm90", "cuda"], "2.11")[0] == "pass"
+    assert check(12, by_torch, ["cpu"], "2.13")[0] == "fail"
+    assert check(12, by_torch, ["cpu"], "2.15") == ("unverified", "no value for torch 2.15")
+    by_device = exact(by_device={"cpu": "c++", "cuda": "triton"})
+    assert check("triton", by_device, ["sm90", "cuda"], "2.11")[0] == "pass"
+    assert check("triton", by_device, ["cpu"], "2.13")[0] == "fail"
+
+
+def test_band_picks_the_most_specific_class():
+    b = band(cpu=(0.5, 2), sm90=(3, 4.3), cuda=(2, 8))
+    assert check(3.6, b, ["sm90", "cuda"], "2.11") == ("pass", "sm90: 3..4.3")
+    assert check(5.0, b, ["sm90", "cuda"], "2.11")[0] == "fail"
+    assert check(5.0, b, ["sm75", "cuda"], "2.11") == ("pass", "cuda: 2..8")
+    assert check(5.0, b, ["cpu"], "2.13")[0] == "fail"
+    assert check(1.0, band(sm90=(1, 2)), ["cpu"], "2.13") == ("unverified", "no band for device class cpu")
+
+
+def test_record_and_malformed():
+    assert check(1.23, record(), ["cpu"], "2.13")[0] == "record"
+    assert check(1, {"kind": "vibes"}, ["cpu"], "2.13")[0] == "fail"
+    with pytest.raises(ValueError):
+        band(cpu=(3, 1))
+
+
+def test_figure_requires_an_expectation():
+    import helpers
+
+    with pytest.raises(ValueError, match="needs expect="):
+        helpers.figure("x", 1, expect=None)
+    with pytest.raises(TypeError):
+        helpers.figure("x", [1, 2], expect=record())
+
+
+def test_exact_by_python_resolves_for_this_interpreter():
+    import platform
+
+    import torch
+
+    py = ".".join(platform.python_version().split(".")[:2])
+    tv = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    assert exact_by_python({py: 7}) == exact(7)
+    assert exact_by_python({py: 1, f"{py}/{tv}": 2}) == exact(2)  # the pair wins
+    assert exact_by_python({f"{tv}/{py}": 3}) == exact(3)  # either order
+    missing = exact_by_python({"3.99": 1})
+    status, rule = check(1, missing, ["cpu"], "2.13")
+    assert status == "unverified" and rule == f"no value for Python {py} with torch {tv}"
+
+
+def test_a_default_with_per_version_overrides():
+    e = exact(8, by_torch={"2.15": 1})
+    assert check(8, e, ["cpu"], "2.13")[0] == "pass"
+    assert check(8, e, ["cpu"], "2.11")[0] == "pass"
+    assert check(1, e, ["cpu"], "2.15")[0] == "pass"
+    assert check(8, e, ["cpu"], "2.15") == ("fail", "== 1")
+
+
+def test_an_unverified_torch_is_compared_with_the_nearest_older_verified_one():
+    e = exact(8, by_torch={"2.15": 1})
+    assert check(8, e, ["cpu"], "2.14")[0] == "pass"  # as on 2.13
+    status, rule = check(1, e, ["cpu"], "2.14")
+    assert status == "unverified" and "torch 2.13 gives 8" in rule
+    assert check(1, e, ["cpu"], "2.16")[0] == "pass"  # as on 2.15
+    assert check(3, e, ["cpu"], "2.16")[0] == "unverified"  # never "fail" on an unverified torch
+
+
+def test_record_within_a_sanity_range():
+    assert check(3.0, record(within=(0.01, 100)), ["cpu"], "2.13") == ("record", "record, sane within 0.01..100")
+    assert check(0.0, record(within=(0.01, 100)), ["cpu"], "2.13")[0] == "fail"
+    with pytest.raises(ValueError):
+        record(within=(2, 1))
+
+
+def test_earlier_runs_expectation_format_is_still_read():
+    old = {"kind": "exact", "by": "torch", "values": {"2.11": 12}}
+    assert check(12, old, ["cpu"], "2.11")[0] == "pass"
+    old_dev = {"kind": "exact", "by": "device", "values": {"cpu": "c++", "cuda": "triton"}}
+    assert check("triton", old_dev, ["sm90", "cuda"], "2.11")[0] == "pass"
+
+
+def test_a_missed_band_is_measured_once_more(capsys):
+    import helpers
+    helpers.figure("t_retry", 0.1, "×", expect=band(cpu=(0.5, 2), cuda=(0.5, 2)), retry=lambda: 1.0)
+    fig = RECORDED["t_retry"]
+    assert fig.status == "pass" and fig.value == 1.0 and "first measurement, 0.1×, missed" in fig.note
+    helpers.figure("t_retry2", 0.1, "×", expect=band(cpu=(0.5, 2), cuda=(0.5, 2)), retry=lambda: 0.2)
+    assert RECORDED["t_retry2"].status == "fail"
+    assert "✗ FAILED" in capsys.readouterr().out

@@ -1,0 +1,29 @@
+"""Unit tests of helpers/core/timing.py."""
+import time
+
+import torch
+
+from helpers import timing
+
+
+def test_one_thread_cpu_timing_ignores_time_not_spent_working():
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        clock, what = timing.cpu_clock()
+        assert clock is time.thread_time and "one thread" in what
+        t = timing.wall(time.sleep, 0.002, repeats=3, warmup=1, target=0.01)
+        assert t.median < 0.0005, "sleeping (like being preempted) must not count as the call's time"
+        assert t.what == what
+        torch.set_num_threads(2)
+        assert timing.cpu_clock()[0] is time.perf_counter
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_interleaved_times_every_contender_each_round():
+    calls = []
+    out = timing.interleaved({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
+                             rounds=2, repeats=2, warmup=0, target=1e-4)
+    assert set(out) == {"a", "b"} and out["a"].samples == 2
+    assert calls.count("a") > 0 and calls.count("b") > 0

@@ -1,0 +1,82 @@
+"""Unit tests of helpers/pipeline/run.py."""
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+from conftest import ROOT
+
+from helpers.pipeline.run import execute, write_report
+from helpers.pipeline.verify import verify_notebook
+
+FIG = 'helpers.figure("graphs", 1, "graphs", expect=helpers.exact(1))\nhelpers.figure("t", 0.5, "ms", expect=helpers.record())'
+
+
+def run_one(path: Path, out: Path, timeout=120.0):
+    return execute(path, out / path.name, device="cpu", scale="quick", timeout=timeout, cache=out / "cache")
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "helpers", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+TABLE = ('helpers.reference("series_graphs", 2, "graphs", source="the series")\n'
+         'helpers.figure("graphs", 1, "graphs", expect=helpers.exact(1))\n'
+         'helpers.figure("ratio", 3.5, "×", expect=helpers.band(cpu=(1, 8)))\n'
+         'helpers.table([("graphs", "series_graphs", "graphs", "d"), ("ratio", None, "ratio", ".1f")])')
+
+
+def test_figures_round_trip_through_an_executed_notebook(notebook_factory, tmp_path):
+    nb = notebook_factory("ch99_ok.ipynb", FIG, prose="{glue:text}`graphs` graph; {glue:text}`t:.2f` ms.")
+    result = run_one(nb, tmp_path / "out")
+    assert result.ok, result.problems
+    assert {f["name"]: f["status"] for f in result.figures} == {"graphs": "pass", "t": "record"}
+    assert result.env["device"] == "cpu" and result.env["chapter"] == "ch99"
+    again = verify_notebook(tmp_path / "out" / "ch99_ok.ipynb")  # verify reads the outputs alone
+    assert again.ok and again.counts() == {"pass": 1, "record": 1}
+
+
+def test_timeout_is_reported(notebook_factory, tmp_path):
+    nb = notebook_factory("ch99_slow.ipynb", "import time\ntime.sleep(60)")
+    result = run_one(nb, tmp_path / "out", timeout=15)
+    assert result.status == "timeout" and "timed out after 15 s" in result.problems[0]
+
+
+def test_missing_glue_is_reported(notebook_factory, tmp_path):
+    nb = notebook_factory("ch99_glue.ipynb", "x = 1", prose="It took {glue:text}`never_glued:.1f` ms.")
+    result = run_one(nb, tmp_path / "out")
+    assert any("never_glued" in p for p in result.problems)
+
+
+def test_cli_bad_input_messages():
+    proc = cli("run", "ch77")
+    assert proc.returncode == 2 and "unknown chapter 'ch77'" in proc.stderr and "ch01" in proc.stderr
+    proc = cli("run", "ch01", "--shard", "3/2")
+    assert proc.returncode == 2 and "--shard" in proc.stderr
+    if not torch.cuda.is_available():
+        proc = cli("run", "ch01", "--device", "cuda")
+        assert proc.returncode == 2 and "sees no CUDA GPU" in proc.stderr
+    proc = cli("verify")
+    assert proc.returncode == 2
+
+
+def test_report_puts_series_book_and_this_run_side_by_side_and_explains_failures(notebook_factory, tmp_path):
+    body = TABLE.replace("band(cpu=(1, 8))", "band(cpu=(5, 8))")
+    nb_path = notebook_factory("ch99_report.ipynb", body)
+    out = tmp_path / "out"
+    result = run_one(nb_path, out)
+    report = {"started": "t", "finished": "t", "scale": "quick", "shard": "1/1", "ok": result.ok,
+              "environment": result.env, "notebooks": [result.as_dict()]}
+    write_report(report, out)
+    md = (out / "report.md").read_text()
+    assert "| graphs (`graphs`) | 2 graphs | — | 1 graph | ✓ == 1 |" in md
+    assert "outside its band (cpu: 5..8): a hardware or timing figure" in md
+
+
+def test_cli_refuses_empty_verify_and_empty_shards(tmp_path):
+    proc = cli("verify", str(tmp_path))
+    assert proc.returncode == 2 and "no executed chapter notebooks" in proc.stderr
+    proc = cli("run", "ch01", "--shard", "2/2", "--device", "cpu")
+    assert proc.returncode == 2 and "holds no chapter" in proc.stderr
+    proc = cli("--help")
+    assert proc.returncode == 0 and "``" not in proc.stdout and "(ch01)" not in proc.stdout
