@@ -89,3 +89,59 @@ def test_chapter_page_renders_in_headless_chromium(built_book, tmp_path):
     subprocess.run([browser, *flags, f"--screenshot={shot}", "--window-size=1280,2000", page.as_uri()],
                    capture_output=True, timeout=120)
     assert shot.exists() and shot.stat().st_size > 10_000
+
+
+PLAIN_CHAPTER = re.compile(r"\b[Cc]hapters?\s+\d+")
+FIGURE_BLOCK = re.compile(r"<figure\b.*?</figure>", re.S)
+
+
+def _outside_links_and_code(raw: str) -> str:
+    """Page text without links, code, the sidebar/navigation and the hidden solutions' code."""
+    body = raw[raw.find('<article'):raw.rfind('</article>')] if "<article" in raw else raw
+    for pattern in (r"<a\b.*?</a>", r"<code\b.*?</code>", r"<pre\b.*?</pre>"):
+        body = re.sub(pattern, " ", body, flags=re.S)
+    return text_of(body)
+
+
+def plain_chapter_mentions(raw: str) -> list[str]:
+    return PLAIN_CHAPTER.findall(_outside_links_and_code(raw))
+
+
+def uncaptioned_images(raw: str) -> list[str]:
+    """Output images (plots, diagrams) that are not inside a numbered, captioned figure."""
+    captioned = " ".join(f for f in FIGURE_BLOCK.findall(raw)
+                         if "<figcaption" in f and re.search(r'class="caption-number">\s*Figure \d+\.\d+', f))
+    images = re.findall(r'<img\b[^>]*src="([^"]*_images/[^"]+)"', raw)
+    return [src for src in images if src not in captioned]
+
+
+def test_the_page_checks_catch_plain_mentions_and_uncaptioned_plots():
+    page = ('<article><p>As chapter 8 showed, see <a href="x.html">chapter 6</a> and <code>chapter 3</code>.</p>'
+            '<figure><img src="../_images/a.png"><figcaption><span class="caption-number">Figure 2.1 </span>'
+            'Caption</figcaption></figure><img src="../_images/b.png"></article>')
+    assert plain_chapter_mentions(page) == ["chapter 8"]
+    assert uncaptioned_images(page) == ["../_images/b.png"]
+
+
+@pytest.mark.book
+def test_chapters_cite_each_other_by_link_and_every_plot_is_a_numbered_figure(built_book):
+    problems = []
+    for page in pages(built_book["html"]):
+        raw = page.read_text(encoding="utf-8")
+        for hit in sorted(set(plain_chapter_mentions(raw))):
+            problems.append(f"{page.name}: '{hit}' in plain text (use {{doc}}`chapter N <chNN_name>` or {{ref}})")
+        if re.match(r"ch\d\d_", page.name):
+            for src in uncaptioned_images(raw):
+                problems.append(f"{page.name}: {src} has no numbered caption (mystnb.figure metadata)")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.book
+def test_every_chapter_ends_with_its_references_and_the_book_has_an_index(built_book):
+    html = built_book["html"]
+    for page in chapter_pages(html):
+        raw = page.read_text(encoding="utf-8")
+        assert 'id="references"' in raw and "bibliography" in raw, f"{page.name}: no References section"
+    index = (html / "genindex.html").read_text(encoding="utf-8")
+    for term in ("guard", "graph break", "FX"):
+        assert re.search(rf">\s*{re.escape(term)}\s*<", index), f"the index has no entry '{term}'"
