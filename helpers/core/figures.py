@@ -309,6 +309,11 @@ def format_value(value, unit: str = "") -> str:
         text = f"{value:.4g}" if abs(value) >= 1e-3 or value == 0 else f"{value:.3e}"
     else:
         text = str(value)
+    return with_unit(text, value, unit)
+
+
+def with_unit(text: str, value, unit: str) -> str:
+    """``text`` (the formatted ``value``) followed by its unit: "3 graphs", "1 graph", "2.5×"."""
     unit = unit_for(value, unit)
     if not unit:
         return text

@@ -4,16 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .figures import (
-    GLUE_PREFIX,
-    META_KEY,
-    RECORDED,
-    _display,
-    _plain,
-    check_mark,
-    format_value,
-    unit_for,
-)
+from .figures import GLUE_PREFIX, META_KEY, RECORDED, _display, _plain, check_mark, format_value, with_unit
 from .state import STATE, current_env
 
 CANONICAL_DIR = Path(__file__).resolve().parent.parent / "canonical"
@@ -147,7 +138,4 @@ def _fmt(value, fmt: str, unit: str) -> str:
         text = f"{value:.4g}"
     else:
         text = str(value)
-    unit = unit_for(value, unit)
-    if not unit:
-        return text
-    return f"{text}{unit}" if unit in ("×", "%") else f"{text} {unit}"
+    return with_unit(text, value, unit)
