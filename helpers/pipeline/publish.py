@@ -10,8 +10,8 @@ from pathlib import Path
 import nbformat
 
 from ..core.env import CourseError
-from .sources import differences, source_of
 from .run import CHAPTER_FILE, CHAPTERS_DIR, NOT_MEASURED_HERE
+from .sources import differences, source_of
 from .verify import NotebookResult, verify_notebook
 
 
