@@ -5,20 +5,30 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TORCH_SPEC ?= torch==2.13.0
+# A laptop without a GPU can take PyTorch's CPU-only build (no CUDA libraries: a much smaller venv):
+# make setup TORCH_INDEX=https://download.pytorch.org/whl/cpu. Empty = pip's default index.
+TORCH_INDEX ?=
 CHAPTERS ?=
 RUN_DIR ?= runs/latest
+# gpu-bundle/gpu-run: the GPU machine's Python, the wheel folder, where gpu-run installs it (on
+# PYTHONPATH), and SHARD=i/n to run every n-th chapter starting at the i-th
+GPU_PYTHON ?= 3.12
+BUNDLE ?= gpu-bundle
+GPU_SITE ?= .gpu-site
+SHARD ?=
 
-.PHONY: setup book test lint sync lab run publish clean
+.PHONY: setup book test lint sync lab run publish gpu-bundle gpu-run clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)"
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(PY) -m pip install -q -e ".[run,book,test]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	.ci/install-chromium
+	.ci/install-actionlint
 	touch $(STAMP)  # only reached when every step above succeeded
 
 book: setup
@@ -46,6 +56,24 @@ run: setup
 
 publish: setup
 	$(PY) -m helpers publish $(RUN_DIR)
+
+# On a machine with network: the wheels a GPU machine needs to run the chapters (papermill, nbclient,
+# ipykernel, ipywidgets, nbformat and their requirements; never torch) for Python $(GPU_PYTHON) → $(BUNDLE)/.
+gpu-bundle: setup
+	rm -rf $(BUNDLE)
+	$(PY) -m pip download -q --only-binary=:all: --python-version $(GPU_PYTHON) --implementation cp \
+	    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+	    --platform manylinux1_x86_64 -d $(BUNDLE) papermill ipykernel ipywidgets nbclient nbformat
+	@ls $(BUNDLE) | wc -l | xargs echo "gpu-bundle: wheels in $(BUNDLE)/:"
+
+# On the GPU machine (torch preinstalled, no network needed): install what is missing from $(BUNDLE)/,
+# then execute and verify every chapter (or CHAPTERS, or SHARD=i/n) → $(RUN_DIR), which `make publish`
+# accepts on a machine with the repository. Without a .git folder, set COURSE_GIT_COMMIT to this tree's commit.
+gpu-run:
+	@test -d .git || test -n "$$COURSE_GIT_COMMIT" || { echo "error: no .git here; set COURSE_GIT_COMMIT=<commit of this tree> so the run can be published" >&2; exit 2; }
+	$(PYTHON) .ci/gpu-install $(BUNDLE) $(GPU_SITE)
+	PYTHONPATH=$(CURDIR)/$(GPU_SITE) $(PYTHON) -m ipykernel install --user --name python3 >/dev/null
+	PYTHONPATH=$(CURDIR)/$(GPU_SITE) $(PYTHON) -m helpers run $(CHAPTERS) $(if $(SHARD),--shard $(SHARD)) --out $(RUN_DIR) --timeout 300
 
 clean:
 	rm -rf _build runs

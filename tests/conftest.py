@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -49,6 +50,9 @@ def cpu_run(tmp_path_factory):
     proc = subprocess.run([sys.executable, "-m", "helpers", "run", "--device", "cpu", "--out", str(out),
                            "--timeout", "240"], cwd=ROOT, capture_output=True, text=True)
     report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else None
+    keep = os.environ.get("COURSE_ARTIFACTS")  # CI uploads the executed notebooks and the report
+    if keep:
+        shutil.copytree(out, Path(keep) / "cpu-run", ignore=shutil.ignore_patterns("compile-cache"), dirs_exist_ok=True)
     return {"dir": out, "rc": proc.returncode, "log": proc.stdout + proc.stderr, "report": report}
 
 

@@ -24,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--cache", help="compile-cache folder shared by the run (default OUT/compile-cache)")
     v = sub.add_parser("verify", help="re-check executed notebooks (files or run folders)")
     v.add_argument("paths", nargs="*")
+    m = sub.add_parser("merge", help="merge the run folders of a sharded run into one (re-verified)")
+    m.add_argument("run_dirs", nargs="+")
+    m.add_argument("--out", required=True, help="folder for the merged run")
     p = sub.add_parser("publish", help="copy a verified GPU run's outputs into chapters/")
     p.add_argument("run_dir")
     sub.add_parser("guide", help="regenerate chapters/instructors.md from the notebooks")
@@ -38,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
                               out=args.out, timeout=args.timeout, cache=args.cache)
         if args.command == "verify":
             return run.verify_paths(args.paths)
+        if args.command == "merge":
+            return run.merge(args.run_dirs, args.out)
         if args.command == "publish":
             return publish.publish(args.run_dir)
         if args.command == "guide":

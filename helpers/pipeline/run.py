@@ -232,3 +232,40 @@ def verify_paths(paths: list[str]) -> int:
 
 
 NOT_MEASURED_HERE = ("reference", "canonical", "words")
+
+
+def merge(run_dirs: list[str], out: str) -> int:
+    """``merge RUN... --out DIR``: one run folder from the shards of a run (re-verified, one report).
+
+    Each shard's notebooks are verified again from their outputs alone and copied into ``out``, whose
+    report.json/report.md then read as if one run had executed them all (publish accepts it).
+    """
+    import shutil
+
+    if not run_dirs:
+        raise CourseError("merge needs the run folders of the shards.")
+    reports = []
+    for d in map(Path, run_dirs):
+        if not (d / "report.json").exists():
+            raise CourseError(f"{d}: no report.json here; merge takes folders written by `helpers run`.")
+        reports.append((d, json.loads((d / "report.json").read_text())))
+    devices = {r["device"] for _, r in reports}
+    if len(devices) != 1:
+        raise CourseError(f"the shards ran on different devices ({', '.join(sorted(devices))}); merge one run only.")
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    merged = {"started": min(r["started"] for _, r in reports), "finished": max(r.get("finished", "") for _, r in reports),
+              "device": devices.pop(), "scale": reports[0][1]["scale"],
+              "shard": f"merged from {len(reports)} shards", "environment": reports[0][1]["environment"],
+              "notebooks": []}
+    for d, report in reports:
+        for entry in report["notebooks"]:
+            name = Path(entry["path"]).name
+            shutil.copy2(d / name, out_dir / name)
+            merged["notebooks"].append(verify_notebook(out_dir / name).as_dict())
+    merged["notebooks"].sort(key=lambda e: Path(e["path"]).name)
+    merged["ok"] = all(e["ok"] for e in merged["notebooks"])
+    write_report(merged, out_dir)
+    print(f"merged {len(merged['notebooks'])} notebooks from {len(reports)} shards: {out_dir / 'report.md'}"
+          f"  ->  {'PASSED' if merged['ok'] else 'FAILED'}")
+    return 0 if merged["ok"] else 1

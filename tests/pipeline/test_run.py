@@ -1,4 +1,5 @@
 """Unit tests of helpers/pipeline/run.py."""
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -80,3 +81,44 @@ def test_cli_refuses_empty_verify_and_empty_shards(tmp_path):
     assert proc.returncode == 2 and "holds no chapter" in proc.stderr
     proc = cli("--help")
     assert proc.returncode == 0 and "``" not in proc.stdout and "(ch01)" not in proc.stdout
+
+
+def _shard(folder, device, *chapters):
+    """A shard's run folder holding committed (verified GPU) chapter notebooks."""
+    import shutil
+
+    from helpers.pipeline.run import chapters as on_disk
+
+    folder.mkdir()
+    entries = []
+    for ch in chapters:
+        shutil.copy(on_disk()[ch], folder / on_disk()[ch].name)
+        entries.append({"path": str(folder / on_disk()[ch].name), "ok": True})
+    (folder / "report.json").write_text(json.dumps({
+        "started": "2026-12-01T00:00:00+00:00", "finished": "2026-12-01T00:01:00+00:00", "device": device,
+        "scale": "auto", "shard": "x", "environment": {}, "notebooks": entries, "ok": True}))
+    return folder
+
+
+def test_merge_makes_one_reverified_run_of_the_shards(tmp_path):
+    from helpers.pipeline.run import merge
+
+    a, b = _shard(tmp_path / "a", "cuda", "ch05"), _shard(tmp_path / "b", "cuda", "ch01", "ch08")
+    assert merge([str(a), str(b)], str(tmp_path / "all")) == 0
+    report = json.loads((tmp_path / "all" / "report.json").read_text())
+    assert report["ok"] and report["device"] == "cuda"
+    assert [Path(n["path"]).name[:4] for n in report["notebooks"]] == ["ch01", "ch05", "ch08"]
+    assert (tmp_path / "all" / "report.md").exists()
+
+
+def test_merge_refuses_shards_of_different_devices_and_folders_without_a_report(tmp_path):
+    import pytest
+
+    from helpers.core.env import CourseError
+    from helpers.pipeline.run import merge
+
+    a, b = _shard(tmp_path / "a", "cuda", "ch05"), _shard(tmp_path / "b", "cpu", "ch01")
+    with pytest.raises(CourseError, match="different devices"):
+        merge([str(a), str(b)], str(tmp_path / "all"))
+    with pytest.raises(CourseError, match="no report.json"):
+        merge([str(tmp_path)], str(tmp_path / "all"))
