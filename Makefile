@@ -10,6 +10,7 @@ TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX ?=
 CHAPTERS ?=
 RUN_DIR ?= runs/latest
+STUDENT_DIR ?= runs/student
 # gpu-bundle/gpu-run: the GPU machine's Python, the wheel folder, where gpu-run installs it (on
 # PYTHONPATH), and SHARD=i/n to run every n-th chapter starting at the i-th
 GPU_PYTHON ?= 3.12
@@ -74,6 +75,10 @@ gpu-run:
 	$(PYTHON) .ci/gpu-install $(BUNDLE) $(GPU_SITE)
 	PYTHONPATH=$(CURDIR)/$(GPU_SITE) $(PYTHON) -m ipykernel install --user --name python3 >/dev/null
 	PYTHONPATH=$(CURDIR)/$(GPU_SITE) $(PYTHON) -m helpers run $(CHAPTERS) $(if $(SHARD),--shard $(SHARD)) --out $(RUN_DIR) --timeout 300
+
+# The student edition: the book's chapters (or CHAPTERS="ch05 ch06") without solutions, into STUDENT_DIR.
+student: setup
+	$(PY) -m helpers student $(CHAPTERS) --out $(STUDENT_DIR)
 
 clean:
 	rm -rf _build runs

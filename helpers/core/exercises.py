@@ -1,12 +1,17 @@
 """Exercise checks every chapter uses: compare the reader's answer, reveal a solution (ch01).
 
 A check prints one line (right, not quite, or not answered yet) and never raises, so a notebook
-with unattempted exercises still runs to the end. Checks that compile the reader's code live with their
-station (``helpers.dynamo.exercises``).
+with unattempted exercises still runs to the end. In a kernel the line is a display output whose
+metadata carries a structured record (``RECORD_KEY``: name, result, answer), which the grader reads
+(``python -m helpers grade``). Checks that compile the reader's code live with their station
+(``helpers.dynamo.exercises``).
 """
 from __future__ import annotations
 
 import math
+
+RECORD_KEY = "course_exercise"
+RESULTS = ("right", "not quite", "not answered")  # what a check can say
 
 
 def _same(got, want, tol: float) -> bool:
@@ -23,13 +28,28 @@ def _same(got, want, tol: float) -> bool:
 def check(name: str, got, want, *, tol: float = 1e-6, hint: str = "") -> bool | None:
     """Print whether the reader's answer is right; None (and a nudge) while it is still ``None``."""
     if got is None:
-        print(f"{name}: not answered yet — replace None with your answer and run the cell again.")
+        _say(name, "not answered", got, f"{name}: not answered yet — replace None with your answer and run the cell again.")
         return None
     if _same(got, want, tol):
-        print(f"{name}: ✅ right.")
+        _say(name, "right", got, f"{name}: ✅ right.")
         return True
-    print(f"{name}: ❌ not quite ({got!r})." + (f" Hint: {hint}" if hint else ""))
+    _say(name, "not quite", got, f"{name}: ❌ not quite ({got!r})." + (f" Hint: {hint}" if hint else ""))
     return False
+
+
+def _say(name: str, result: str, got, line: str) -> None:
+    """Show the check's line; in a kernel as a display output carrying the record in its metadata."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        get_ipython = None
+    if get_ipython is None or get_ipython() is None:
+        print(line)
+        return
+    answer = None if got is None else repr(got)[:200]
+    display({"text/plain": line}, raw=True,
+            metadata={RECORD_KEY: {"name": name, "result": result, "answer": answer}})
 
 
 def solution(name: str, got, want, *, tol: float = 1e-6) -> None:

@@ -1,4 +1,4 @@
-"""The course's command line: run, verify, publish, lint and guide (introduced in chapter 1)."""
+"""The course's command line: run, verify, publish, lint, guide, student and grade (introduced in chapter 1)."""
 from __future__ import annotations
 
 import argparse
@@ -12,7 +12,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m helpers",
         description="torch.compile, opened up: execute and verify the chapter notebooks, publish a verified "
-                    "GPU run, lint the chapters, regenerate the instructor guide.")
+                    "GPU run, lint the chapters, regenerate the instructor guide, write the student edition, "
+                    "grade submitted notebooks.")
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="execute chapter notebooks with papermill, verify them, write a report")
     r.add_argument("chapters", nargs="*", help="ch01, 2, ch02_four_stations or a path; none = all")
@@ -30,6 +31,16 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("publish", help="copy a verified GPU run's outputs into chapters/")
     p.add_argument("run_dir")
     sub.add_parser("guide", help="regenerate chapters/instructors.md from the notebooks")
+    s = sub.add_parser("student", help="write the chapters without their solutions (the student edition)")
+    s.add_argument("chapters", nargs="*", help="ch01, 2, ch02_four_stations or a path; none = the book's chapters")
+    s.add_argument("--out", default="runs/student", help="folder to write into (default runs/student)")
+    s.add_argument("--no-outputs", action="store_true", help="clear every output, not only the exercises'")
+    g = sub.add_parser("grade", help="run submitted notebooks with the course's own checks; write grade tables")
+    g.add_argument("submissions", nargs="+", help="submitted notebooks, or folders of them")
+    g.add_argument("--out", help="folder for grades.md/.csv and the runs (default SUBMISSIONS/grades)")
+    g.add_argument("--jobs", type=int, default=2, help="submissions run at once (default 2: one per core)")
+    g.add_argument("--timeout", type=float, default=300, help="seconds per submission (default 300)")
+    g.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where they run (default cpu)")
     lint = sub.add_parser("lint", help="static checks on chapter notebooks")
     lint.add_argument("paths", nargs="*")
     args = parser.parse_args(argv)
@@ -50,6 +61,16 @@ def main(argv: list[str] | None = None) -> int:
 
             print(f"wrote {write()}")
             return 0
+        if args.command == "student":
+            from .student import write as write_student
+
+            for path in write_student(args.chapters, args.out, keep_outputs=not args.no_outputs):
+                print(f"wrote {path}")
+            return 0
+        if args.command == "grade":
+            from .grade import grade
+
+            return grade(args.submissions, out=args.out, jobs=args.jobs, timeout=args.timeout, device=args.device)
         from .lint import lint_notebook
         from .sources import differences
 

@@ -1,0 +1,198 @@
+"""``python -m helpers student``: the chapters without their solutions, to hand out (instructor kit, ch01).
+
+The exercise convention every chapter follows: a markdown cell starting ``**Exercise N.k — title.**``,
+then its code cells up to the next markdown cell: any course cells the exercise needs (untagged, e.g. the
+function it asks about), one ``answer`` cell (only what the reader writes or edits), one ``check`` cell
+(the course's check: ``helpers.exercises.check("exercise N.k", ...)``, reading the reader's work only
+through names the answer cell defines) and one ``solution`` cell (tags ``hide-cell`` + ``solution``).
+The student edition drops the solution cells, clears the answer and check cells' outputs and stamps the
+answer and check cells with their exercise (cell metadata ``course``) so that the grader can match them.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.env import CourseError
+from .verify import _source
+
+EXERCISE = re.compile(r"^\*\*Exercise (\d+\.\d+) — (.+?)\.?\*\*", re.M)
+ROLES = ("answer", "check", "solution")
+META = "course"  # cell metadata: {"exercise": "6.2", "role": "answer" | "check"}
+NOTEBOOK_META = "course_student"  # notebook metadata of a student edition: chapter, notebook, exercises
+
+NOTE = """**Student edition.** The solutions are not in this copy. Write your answer to each exercise in the
+code cell right after its text (it starts with the names you set, e.g. `answer_1 = None`), run it, then run
+the check cell below it. When graded, only those answer cells are taken from your copy: every other cell,
+the checks included, is the course's own."""
+
+
+def tags(cell) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def role(cell) -> str | None:
+    """'answer', 'check', 'solution' or None (a course cell)."""
+    found = [r for r in ROLES if r in tags(cell)]
+    return found[0] if found else None
+
+
+@dataclass
+class Exercise:
+    number: str                 # "6.2"
+    title: str
+    heading: int                # index of the markdown cell
+    code: list[int]             # its code cells, up to the next markdown cell
+    answer: int | None = None
+    check: int | None = None
+    solution: int | None = None
+
+
+def exercises(nb: dict) -> list[Exercise]:
+    """The exercises of a notebook in order, with the indices of their cells."""
+    cells, found = nb["cells"], []
+    for i, cell in enumerate(cells):
+        m = EXERCISE.search(_source(cell)) if cell.get("cell_type") == "markdown" else None
+        if not m:
+            continue
+        ex = Exercise(m.group(1), m.group(2), i, [])
+        for j in range(i + 1, len(cells)):
+            if cells[j].get("cell_type") == "markdown":
+                break
+            if cells[j].get("cell_type") == "code":
+                ex.code.append(j)
+                r = role(cells[j])
+                if r and getattr(ex, r) is None:
+                    setattr(ex, r, j)
+        found.append(ex)
+    return found
+
+
+def defined_names(source: str) -> set[str]:
+    """Top-level names a cell binds (assignments, defs, classes, imports); empty if it does not parse."""
+    import ast
+
+    try:
+        tree = ast.parse(strip_magics(source))
+    except SyntaxError:
+        return set()
+    out = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            out |= {n for t in targets for n in _bound(t)}
+    return out
+
+
+def _bound(target) -> list[str]:
+    """Names an assignment target binds (``a``, ``a, (b, c)``), not ``a.x`` or ``a[0]``."""
+    import ast
+
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for t in target.elts for n in _bound(t)]
+    if isinstance(target, ast.Starred):
+        return _bound(target.value)
+    return []
+
+
+def strip_magics(source: str) -> str:
+    """Python source with IPython magics (``%pip``, ``!ls``) blanked, so ``ast`` can read it."""
+    return "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln for ln in source.splitlines())
+
+
+def convention_problems(nb: dict, name: str) -> list[str]:
+    """Where a notebook breaks the exercise convention (see the module docstring); [] if it keeps it."""
+    cells, problems = nb["cells"], []
+    claimed = set()
+    for ex in exercises(nb):
+        where = f"{name} exercise {ex.number}"
+        roles = [role(cells[j]) for j in ex.code]
+        claimed |= set(ex.code)
+        tagged = [r for r in roles if r]
+        if tagged != list(ROLES):
+            problems.append(f"{where}: code cells tagged {tagged or 'nothing'}; expected exactly one answer, one "
+                            "check and one solution cell, in that order")
+            continue
+        if any(r is None for r in roles[roles.index("answer"):]):
+            problems.append(f"{where}: an untagged cell after the answer cell (course cells go before it)")
+        answer, check, solution = (_source(cells[getattr(ex, r)]) for r in ROLES)
+        if f'helpers.exercises.check("exercise {ex.number}"' not in check.replace("\n", "").replace("( ", "("):
+            problems.append(f'{where}: the check cell does not call helpers.exercises.check("exercise {ex.number}", ...)')
+        if "helpers.exercises.check(" in answer or "helpers.exercises.solution(" in answer:
+            problems.append(f"{where}: the answer cell calls a check; checks belong in the check cell")
+        names = defined_names(answer)
+        if not names or not any(re.search(rf"\b{re.escape(n)}\b", check) for n in names):
+            problems.append(f"{where}: the check cell reads none of the names the answer cell defines ({sorted(names)})")
+        if "hide-cell" not in tags(cells[ex.solution]):
+            problems.append(f"{where}: the solution cell is not tagged hide-cell (the book would show it)")
+        if f'helpers.exercises.solution("exercise {ex.number}"' not in solution:
+            problems.append(f"{where}: the solution cell does not prove itself with helpers.exercises.solution")
+    stray = [i for i, c in enumerate(cells) if role(c) and i not in claimed]
+    problems += [f"{name} cell {i + 1}: tagged {role(cells[i])} outside an exercise" for i in stray]
+    return problems
+
+
+def student_edition(nb: dict, chapter: str, name: str, *, keep_outputs: bool = True) -> dict:
+    """A copy of a chapter notebook without solution cells, ready to hand out.
+
+    The answer and check cells lose their outputs and are stamped with their exercise; with
+    ``keep_outputs=False`` every output goes (a blank copy to run from the top).
+    """
+    problems = convention_problems(nb, name)
+    if problems:
+        raise CourseError("cannot make a student edition:\n  " + "\n  ".join(problems))
+    out = copy.deepcopy(nb)
+    found = exercises(out)
+    for ex in found:
+        for r in ("answer", "check"):
+            cell = out["cells"][getattr(ex, r)]
+            cell["outputs"], cell["execution_count"] = [], None
+            cell["metadata"][META] = {"exercise": ex.number, "role": r}
+    drop = {ex.solution for ex in found}
+    out["cells"] = [c for i, c in enumerate(out["cells"]) if i not in drop]
+    if not keep_outputs:
+        for cell in out["cells"]:
+            if cell.get("cell_type") == "code":
+                cell["outputs"], cell["execution_count"] = [], None
+    note = {"cell_type": "markdown", "id": f"student-{chapter}", "metadata": {}, "source": NOTE}
+    out["cells"].insert(1, note)
+    out["metadata"][NOTEBOOK_META] = {"chapter": chapter, "notebook": name,
+                                     "exercises": [ex.number for ex in found]}
+    return out
+
+
+def write(names: list[str], out: str | Path, *, keep_outputs: bool = True) -> list[Path]:
+    """``student [chapters] --out DIR``: write the student edition of each chapter (default: the book's)."""
+    from .run import CHAPTER_FILE, resolve
+    from .verify import load_notebook
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for path in (resolve(names) if names else book_chapters()):
+        m = CHAPTER_FILE.match(path.name)
+        nb = student_edition(load_notebook(path), m.group(1) if m else path.stem, path.name,
+                             keep_outputs=keep_outputs)
+        target = out / path.name
+        target.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        written.append(target)
+    return written
+
+
+def book_chapters() -> list[Path]:
+    """The chapter notebooks the book lists in ``_toc.yml``, in course order (unfinished ones are left out)."""
+    from ..core.env import REPO_ROOT
+    from .run import chapters
+
+    toc = (REPO_ROOT / "_toc.yml").read_text()
+    listed = set(re.findall(r"file:\s*chapters/(ch\d\d_[\w-]+)\s*$", toc, re.M))
+    return [p for p in chapters().values() if p.stem in listed]

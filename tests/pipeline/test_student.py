@@ -1,0 +1,103 @@
+"""Unit tests of helpers/pipeline/student.py: the exercise convention and the student edition."""
+import ast
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT, make_notebook
+
+from helpers.pipeline.student import (NOTEBOOK_META, book_chapters, convention_problems, defined_names, exercises,
+                                      role, strip_magics, student_edition)
+from helpers.pipeline.verify import _source, load_notebook
+
+BOOK = {p.stem[:4]: p for p in book_chapters()}
+
+
+def edition(chapter):
+    path = BOOK[chapter]
+    return load_notebook(path), student_edition(load_notebook(path), chapter, path.name)
+
+
+def test_the_book_lists_chapters_from_the_toc_only():
+    assert list(BOOK)[:2] == ["ch01", "ch02"] and len(BOOK) >= 11
+    toc = (ROOT / "_toc.yml").read_text()
+    assert all(f"chapters/{p.stem}" in toc for p in BOOK.values())
+
+
+@pytest.mark.parametrize("chapter", list(BOOK))
+def test_every_exercise_has_one_answer_one_check_and_one_solution_cell(chapter):
+    nb = load_notebook(BOOK[chapter])
+    found = exercises(nb)
+    assert found and all(ex.number.startswith(f"{int(chapter[2:])}.") for ex in found)
+    assert convention_problems(nb, BOOK[chapter].name) == []
+
+
+def test_the_convention_check_catches_a_mixed_cell_and_a_wrong_name(tmp_path):
+    heading = ("md", "**Exercise 9.1 — count.** How many?")
+    mixed = make_notebook(tmp_path / "a.ipynb", heading,
+                          ("code", 'answer_1 = None\nhelpers.exercises.check("exercise 9.1", answer_1, 3)'),
+                          ("code", 'helpers.exercises.solution("exercise 9.1", 3, 3)'), tags={2: ["hide-cell", "solution"]})
+    assert "expected exactly one answer, one check and one solution" in convention_problems(load_notebook(mixed), "a")[0]
+    wrong = make_notebook(tmp_path / "b.ipynb", heading, ("code", "answer_1 = None"),
+                          ("code", 'helpers.exercises.check("exercise 9.2", other, 3)'),
+                          ("code", 'helpers.exercises.solution("exercise 9.1", 3, 3)'),
+                          tags={1: ["answer"], 2: ["check"], 3: ["hide-cell", "solution"]})
+    problems = " ".join(convention_problems(load_notebook(wrong), "b"))
+    assert 'does not call helpers.exercises.check("exercise 9.1"' in problems
+    assert "reads none of the names the answer cell defines (['answer_1'])" in problems
+
+
+@pytest.mark.parametrize("chapter", list(BOOK))
+def test_no_solution_text_survives_in_the_student_edition(chapter):
+    book, student = edition(chapter)
+    solutions = [book["cells"][ex.solution] for ex in exercises(book)]
+    elsewhere = "\n".join(_source(c) for c in book["cells"] if c not in solutions)
+    text = json.dumps(student, ensure_ascii=False)
+    for cell in solutions:
+        own = [ln.strip() for ln in _source(cell).splitlines() if len(ln.strip()) > 12 and ln.strip() not in elsewhere]
+        assert own, "a solution with no line of its own cannot be checked"
+        leaked = [ln for ln in own if json.dumps(ln, ensure_ascii=False)[1:-1] in text]
+        assert leaked == []
+        for out in cell.get("outputs", []):  # e.g. the solution's printed answer (unless the text itself shows it)
+            shown = ("".join(out.get("text", "")) or "".join(out.get("data", {}).get("text/plain", ""))).strip()
+            assert not shown or shown in elsewhere or json.dumps(shown, ensure_ascii=False)[1:-1] not in text
+    assert not [c for c in student["cells"] if role(c) == "solution"]
+    for ex in exercises(student):
+        for r in ("answer", "check"):
+            cell = student["cells"][getattr(ex, r)]
+            assert cell["outputs"] == [] and cell["metadata"]["course"] == {"exercise": ex.number, "role": r}
+    assert student["metadata"][NOTEBOOK_META]["exercises"] == [ex.number for ex in exercises(book)]
+
+
+@pytest.mark.parametrize("chapter", list(BOOK))
+def test_no_cell_left_in_the_student_edition_needs_a_name_only_a_solution_defined(chapter):
+    book, student = edition(chapter)
+    solutions = {ex.solution for ex in exercises(book)}
+    code = [(i, _source(c)) for i, c in enumerate(book["cells"]) if c["cell_type"] == "code"]
+    only_there = set().union(*(defined_names(s) for i, s in code if i in solutions)) - set().union(
+        *(defined_names(s) for i, s in code if i not in solutions))
+    kept = [_source(c) for c in student["cells"] if c["cell_type"] == "code"]
+    assert set().union(*(free_names(s) for s in kept)) & only_there == set()
+
+
+def free_names(source: str) -> set[str]:
+    """Names a cell reads that it does not bind itself anywhere (locals, arguments and loop names excluded)."""
+    nodes = list(ast.walk(ast.parse(strip_magics(source))))
+    bound = {n.id for n in nodes if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    bound |= {n.arg for n in nodes if isinstance(n, ast.arg)}
+    return {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
+
+
+def test_defined_names_reads_assignments_defs_and_imports():
+    src = "import os.path\nfrom a import b as c\nx, (y, z) = 1, (2, 3)\ndef f(): q = 1\nclass K: pass\n%pip x"
+    assert defined_names(src) == {"os", "c", "x", "y", "z", "f", "K"}
+
+
+def test_student_command_writes_the_chosen_chapters_without_outputs(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "helpers", "student", "ch05", "--out", str(tmp_path), "--no-outputs"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    nb = load_notebook(tmp_path / BOOK["ch05"].name)
+    assert [c for c in nb["cells"] if c["cell_type"] == "code" and c["outputs"]] == []
+    assert "Student edition" in _source(nb["cells"][1])
