@@ -17,7 +17,9 @@ What a notebook may use (the documented surface; a test keeps the chapters to it
                                               variables (5), guards (6), side_effects (7),
                                               output_graph (8), codegen (9), graph_breaks (10),
                                               shapes (11), config, logs, exercises
-  helpers.aot       Part 2, chapters 12-16    graphs, operators
+  helpers.aot       Part 2, chapters 12-16    forward_backward (12), functionalization (13),
+                                              decompositions (14), partitioner (15), fake (16),
+                                              graphs, operators
   helpers.inductor  Part 3, chapters 17-23    code, traffic
   helpers.runtime   Part 4, chapters 24-30    caches, compile_time
   ================  ========================  =====================================================

@@ -1,0 +1,327 @@
+"""FakeTensor and the meta device: tracing without data (chapter 16, ch16).
+
+``fake_mode`` makes a ``FakeTensorMode``; ``is_fake`` / ``describe`` read what a value is;
+``fake_matmul_time`` times an N×N matmul on fake tensors; ``backend_view`` and ``aot_view`` show what a
+Dynamo backend and AOTAutograd's forward compiler receive (example inputs) next to what the graph's nodes
+carry (``meta["example_value"]`` / ``meta["val"]``); ``graph_input_log`` collects Dynamo's
+``create_graph_input`` debug lines; ``compile_error`` names the exception a compile raises;
+``custom_op`` defines a fresh ``torch.library`` custom op; ``step_shapes`` runs a chain of ops on fake
+tensors (the chapter's widget); ``fake_impl_check`` and ``one_graph_check`` judge exercises 16.2 and 16.3.
+Private names (``torch._subclasses.fake_tensor``, ``torch._dynamo``) are reached through
+``helpers.core.private.private``; all exist on torch 2.11, 2.13 and 2.15.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+from dataclasses import dataclass, field
+
+from ..core import timing
+from ..core.private import private
+from ..dynamo.state import clear_compile_state
+
+
+def fake_mode(*, cache: bool = True):
+    """A new ``FakeTensorMode`` (ch16); ``cache=False`` turns off its dispatch cache, so every op runs its meta kernel."""
+    mode = private("torch._subclasses.fake_tensor.FakeTensorMode")()
+    mode.cache_enabled = bool(cache)
+    return mode
+
+
+def is_fake(value) -> bool:
+    """True if ``value`` is a FakeTensor (ch16)."""
+    return isinstance(value, private("torch._subclasses.fake_tensor.FakeTensor"))
+
+
+def describe(value) -> str:
+    """``FakeTensor(8, 4) float32 cpu`` or ``Tensor(8, 4) float32 cpu``: kind, shape, dtype, device (ch16).
+
+    A value that is not a tensor (a SymInt, None) is shown as ``type: value``.
+    """
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        kind = "FakeTensor" if is_fake(value) else type(value).__name__
+        shape = ", ".join(str(s) for s in value.shape)
+        return f"{kind}({shape}) {str(value.dtype).replace('torch.', '')} {value.device}"
+    return f"{type(value).__name__}: {value}"
+
+
+def fake_matmul(n: int, *, cache: bool = False, device: str = "cpu"):
+    """A function computing ``a @ a`` for a fake N×N float32 ``a`` on ``device``, to time (ch16).
+
+    With ``cache=False`` each call runs the matmul's meta kernel; with ``cache=True`` repeated calls hit
+    the mode's dispatch cache, as repeated ops do while Dynamo traces. Nothing is allocated for the data.
+    """
+    import torch
+
+    mode = fake_mode(cache=cache)
+    with mode:
+        a = torch.empty(n, n, device=device)
+
+    def matmul():
+        with mode:
+            return a @ a
+
+    return matmul
+
+
+def fake_matmul_time(n: int, *, cache: bool = False, repeats: int = 10, device: str = "cpu"):
+    """CPU time per call (``helpers.timing.wall``) of ``fake_matmul(n)`` (ch16)."""
+    return timing.wall(fake_matmul(n, cache=cache, device=device), repeats=repeats, device="cpu")
+
+
+@dataclass
+class GraphView:
+    """What a compiler receives: its example inputs, and the value each node of its graph carries (ch16)."""
+
+    inputs: list[str] = field(default_factory=list)  # describe() of each example input
+    nodes: list[tuple[str, str, str]] = field(default_factory=list)  # (op, name, describe(meta value))
+    meta_keys: list[str] = field(default_factory=list)  # which meta keys the tensor nodes have
+    shapes: dict = field(default_factory=dict)  # node name -> "(8, 4)" for nodes carrying a tensor
+
+    @property
+    def fake_inputs(self) -> int:
+        return sum(1 for d in self.inputs if d.startswith("FakeTensor"))
+
+    @property
+    def fake_nodes(self) -> int:
+        return sum(1 for _, _, d in self.nodes if d.startswith("FakeTensor"))
+
+    def table(self) -> str:
+        return "\n".join(f"  {op:<14} {name:<25} {d}" for op, name, d in self.nodes)
+
+
+def _view(gm, example_inputs, key: str) -> GraphView:
+    import torch
+
+    view = GraphView(inputs=[describe(e) for e in example_inputs])
+    keys = set()
+    for n in gm.graph.nodes:
+        if n.op == "output":
+            continue
+        value = n.meta.get(key)
+        view.nodes.append((n.op, n.name, describe(value)))
+        if isinstance(value, torch.Tensor):
+            view.shapes[n.name] = "(" + ", ".join(str(s) for s in value.shape) + ")"
+        keys |= {k for k in ("val", "example_value") if k in n.meta}
+    view.meta_keys = sorted(keys)
+    return view
+
+
+def backend_view(fn, *args, **compile_kwargs) -> GraphView:
+    """Compile ``fn`` with a backend that records its example inputs and ``node.meta["example_value"]`` (ch16).
+
+    ``compile_kwargs`` go to ``torch.compile`` (``fullgraph=True``); the first graph's view is returned.
+    """
+    import torch
+
+    clear_compile_state()
+    seen = []
+
+    def peek(gm, example_inputs):
+        seen.append(_view(gm, example_inputs, "example_value"))
+        return gm.forward
+
+    torch.compile(fn, backend=peek, **compile_kwargs)(*args)
+    return seen[0]
+
+
+def aot_view(fn, *args) -> GraphView:
+    """Compile ``fn`` through AOTAutograd; what its forward compiler receives, with ``node.meta["val"]`` (ch16)."""
+    import torch
+
+    aot_autograd = private("torch._dynamo.backends.common.aot_autograd")
+    make_boxed_func = private("torch._functorch.aot_autograd.make_boxed_func")
+    clear_compile_state()
+    seen = []
+
+    def fw(gm, example_inputs):
+        seen.append(_view(gm, example_inputs, "val"))
+        return make_boxed_func(gm.forward)
+
+    torch.compile(fn, backend=aot_autograd(fw_compiler=fw))(*args)
+    return seen[0]
+
+
+class _Lines(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record):
+        try:
+            self.lines.append(record.getMessage())
+        except Exception:  # a record that cannot format itself is not worth failing a chapter for
+            pass
+
+
+def graph_input_log(fn, *args) -> list[str]:
+    """The ``create_graph_input`` lines Dynamo logs at DEBUG (``TORCH_LOGS="+dynamo"``) compiling ``fn`` (ch16).
+
+    Logged by ``OutputGraph.create_graph_input`` (``torch/_dynamo/output_graph.py``) on the logger of that
+    module; it is collected here instead of printed, and the logger is put back as it was.
+    """
+    import torch
+
+    private("torch._dynamo.output_graph")  # the module whose logger writes the line
+    logger = logging.getLogger("torch._dynamo.output_graph")
+    handler = _Lines()
+    saved = (logger.level, logger.propagate)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    logger.addHandler(handler)
+    try:
+        clear_compile_state()
+        torch.compile(fn, backend="eager")(*args)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+    return [line for line in handler.lines if line.startswith("create_graph_input")]
+
+
+def compile_error(fn, *args, **compile_kwargs) -> tuple[str, str]:
+    """Compile and call ``fn``; ``(exception class name, first line)`` of what it raised, or ``("none", "")`` (ch16)."""
+    import torch
+
+    clear_compile_state()
+    try:
+        torch.compile(fn, **{"backend": "eager", **compile_kwargs})(*args)
+    except Exception as exc:  # the point is to show what was raised
+        return type(exc).__name__, (str(exc).strip().splitlines() or [""])[0]
+    return "none", ""
+
+
+def raises_under_fake(fn, *args) -> tuple[str, str]:
+    """Run ``fn`` on fake copies of ``args``; ``(exception class name, message)`` or ``("none", "")`` (ch16)."""
+    mode = fake_mode()
+    fakes = [mode.from_tensor(a) for a in args]
+    try:
+        with mode:
+            fn(*fakes)
+    except Exception as exc:  # the point is to show what was raised
+        return type(exc).__name__, (str(exc).strip().splitlines() or [""])[0]
+    return "none", ""
+
+
+_COUNTER = itertools.count()
+
+
+def custom_op(name: str, impl, *, fake=None):
+    """A fresh ``torch.library.custom_op`` ``ch16::<name>_<k>`` running ``impl`` (one Tensor in, one out) (ch16).
+
+    ``fake``, if given, is registered with ``register_fake``. Every call defines a new op, so a notebook can
+    define the "same" op again with or without a fake implementation.
+    """
+    import torch
+
+    qualname = f"ch16::{name}_{next(_COUNTER)}"
+
+    def body(x):
+        return impl(x)
+
+    op = torch.library.custom_op(qualname, body, mutates_args=(), schema="(Tensor x) -> Tensor")
+    if fake is not None:
+        op.register_fake(fake)
+    return op
+
+
+def step_shapes(steps: list[str], shapes: dict[str, tuple], device: str = "cpu") -> list[tuple[str, str]]:
+    """Run a chain of tensor expressions on fake tensors; ``(expression, describe(result))`` per step (ch16).
+
+    ``shapes`` names the fake float32 inputs (``{"x": (8, 16), "w": (8, 4)}``); each step is a Python
+    expression over them and ``t``, the previous step's result (``x.t()``, ``t @ w``, ``t.unsqueeze(0)``).
+    A step that fails shows its exception instead, and the chain stops there.
+    """
+    import torch
+
+    mode = fake_mode()
+    with mode:
+        names = {k: torch.empty(*v, device=device) for k, v in shapes.items()}
+    rows = []
+    t = None
+    for expr in steps:
+        try:
+            with mode:
+                t = eval(expr, {"torch": torch}, {**names, "t": t})  # noqa: S307 - the reader's own expression
+            stride = tuple(t.stride()) if isinstance(t, torch.Tensor) else ()
+            rows.append((expr, f"{describe(t)}  stride {stride}"))
+        except Exception as exc:  # show the error as the step's result
+            rows.append((expr, f"raised {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:90]}"))
+            break
+    return rows
+
+
+def layout_under_fake(fn, *shapes) -> tuple[tuple, tuple] | str | None:
+    """``(shape, stride)`` of ``fn``'s result on fake float32 inputs of ``shapes`` (ch16, exercise 16.1)."""
+    import torch
+
+    if fn is None:
+        return None
+    mode = fake_mode()
+    with mode:
+        args = [torch.empty(*s) for s in shapes]
+        try:
+            out = fn(*args)
+        except Exception as exc:
+            return f"raised {type(exc).__name__}"
+    return tuple(out.shape), tuple(out.stride())
+
+
+def fake_impl_check(fake_fn, impl, example) -> bool | str | None:
+    """Exercise 16.2: does ``fake_fn`` make a custom op running ``impl`` compile to one graph, right? (ch16)
+
+    Defines a fresh op with ``fake_fn`` as its fake implementation, compiles ``x -> op(x) + 1`` with
+    ``fullgraph=True`` and checks: one graph; the fake output's shape, dtype and strides equal the real
+    output's; the compiled result equals eager. Returns True, a message saying what is wrong, or None
+    while ``fake_fn`` is None.
+    """
+    import torch
+
+    if fake_fn is None:
+        return None
+    op = custom_op("exercise", impl, fake=fake_fn)
+
+    def use(x):
+        return op(x) + 1
+
+    real = impl(example)
+    mode = fake_mode()
+    try:
+        with mode:
+            fake_out = op(mode.from_tensor(example))
+    except Exception as exc:
+        return f"the fake implementation raised {type(exc).__name__}"
+    if (tuple(fake_out.shape), fake_out.dtype, tuple(fake_out.stride())) != (tuple(real.shape), real.dtype, tuple(real.stride())):
+        return (f"fake says shape {tuple(fake_out.shape)}, {fake_out.dtype}, stride {tuple(fake_out.stride())}; "
+                f"the real op gives {tuple(real.shape)}, {real.dtype}, stride {tuple(real.stride())}")
+    explain = private("torch._dynamo.explain")
+    clear_compile_state()
+    try:
+        graphs = explain(use)(example).graph_count
+        clear_compile_state()
+        out = torch.compile(use, backend="eager", fullgraph=True)(example)
+    except Exception as exc:
+        return f"compiling raised {type(exc).__name__}"
+    if graphs != 1:
+        return f"{graphs} graphs"
+    return True if torch.allclose(out, real + 1) else "the compiled result differs from eager"
+
+
+def one_graph_check(fn, reference, inputs) -> bool | str | None:
+    """Exercise 16.3: ``fn`` compiles with ``fullgraph=True`` and matches ``reference`` on every input (ch16)."""
+    import torch
+
+    if fn is None:
+        return None
+    clear_compile_state()
+    compiled = torch.compile(fn, backend="eager", fullgraph=True)
+    for x in inputs:
+        try:
+            out = compiled(x)
+        except Exception as exc:
+            return f"raised {type(exc).__name__}"
+        if not torch.allclose(out, reference(x)):
+            return "a result differs from the original function"
+    return True
