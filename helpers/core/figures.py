@@ -167,7 +167,8 @@ def check(value, expect: dict, classes: list[str], torch_minor: str) -> tuple[st
         cls = next((c for c in classes if c in bands), None)
         if cls is None:
             return "unverified", f"no band for device class {classes[0]}"
-        lo, hi = bands[cls]
+        # an open end (float("inf")) can come back from a kernel's JSON as the string "inf"
+        lo, hi = (float(b) for b in bands[cls])
         try:
             ok = lo <= float(value) <= hi
         except (TypeError, ValueError):

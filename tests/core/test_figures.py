@@ -100,3 +100,10 @@ def test_a_missed_band_is_measured_once_more(capsys):
     helpers.figure("t_retry2", 0.1, "×", expect=band(cpu=(0.5, 2), cuda=(0.5, 2)), retry=lambda: 0.2)
     assert RECORDED["t_retry2"].status == "fail"
     assert "✗ FAILED" in capsys.readouterr().out
+
+
+def test_an_open_band_survives_json_that_turned_infinity_into_a_string():
+    expect = band(sm90=(1.0, float("inf")))
+    expect["bands"]["sm90"] = [1, "inf"]  # what a notebook's metadata gave back on the H200
+    assert check(3.5, expect, ["sm90", "cuda"], "2.11") == ("pass", "sm90: 1..inf")
+    assert check(0.5, expect, ["sm90", "cuda"], "2.11")[0] == "fail"
