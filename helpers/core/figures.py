@@ -209,6 +209,7 @@ class Figure:
 
 
 RECORDED: dict[str, Figure] = {}
+REPLAYED: dict[str, object] = {}  # canonical GPU values glued where this machine cannot measure them
 
 
 def _plain(value):
@@ -267,10 +268,11 @@ def words(name: str, text: str, *, from_figures: list[str]) -> None:
     """Glue a phrase that is worded from checked figures ("faster", "2 graphs") for the prose (ch02).
 
     Use it where a sentence's direction or noun depends on the run: the phrase is derived from the
-    figures named in ``from_figures``, which must already be recorded in this notebook, so the
-    sentence is as true as they are. Shown in prose with ``{glue:text}`name```.
+    figures named in ``from_figures``, which must already be recorded (or replayed from the canonical
+    run, ``helpers.replay``) in this notebook, so the sentence is as true as they are. Shown in prose with
+    ``{glue:text}`name```.
     """
-    missing = [f for f in from_figures if f not in RECORDED]
+    missing = [f for f in from_figures if f not in RECORDED and f not in REPLAYED]
     if not from_figures or missing:
         raise ValueError(f"words {name!r} must be derived from recorded figures; not recorded: {missing or 'none given'}")
     if not isinstance(text, str):

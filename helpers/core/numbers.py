@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .figures import GLUE_PREFIX, META_KEY, RECORDED, _display, _plain, check_mark, format_value, with_unit
+from .figures import GLUE_PREFIX, META_KEY, RECORDED, REPLAYED, _display, _plain, check_mark, format_value, with_unit
 from .state import STATE, current_env
 
 CANONICAL_DIR = Path(__file__).resolve().parent.parent / "canonical"
@@ -42,6 +42,7 @@ def replay(name: str, chapter: str | None = None):
     _display({GLUE_PREFIX + "text/plain": repr(fig["value"])},
              {"scrapbook": {"name": name, "mime_prefix": GLUE_PREFIX}, META_KEY: meta})
     print(f"{name} = {format_value(fig['value'], fig.get('unit', ''))}  [needs a GPU: value from the {meta['source']}]")
+    REPLAYED[name] = fig["value"]
     return fig["value"]
 
 

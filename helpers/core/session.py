@@ -25,6 +25,7 @@ def setup(chapter: str) -> None:
     STATE["chapter"] = chapter
     STATE["env"] = None
     figures.RECORDED.clear()
+    figures.REPLAYED.clear()
     numbers.REFERENCES.clear()
     use_cache_dir(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or cache_root())
     warnings.filterwarnings("ignore", message=".*TF32.*")

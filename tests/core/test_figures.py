@@ -107,3 +107,16 @@ def test_an_open_band_survives_json_that_turned_infinity_into_a_string():
     expect["bands"]["sm90"] = [1, "inf"]  # what a notebook's metadata gave back on the H200
     assert check(3.5, expect, ["sm90", "cuda"], "2.11") == ("pass", "sm90: 1..inf")
     assert check(0.5, expect, ["sm90", "cuda"], "2.11")[0] == "fail"
+
+
+def test_words_may_derive_from_a_replayed_canonical_figure():
+    import pytest
+
+    from helpers.core.figures import REPLAYED, words
+
+    REPLAYED.clear()
+    with pytest.raises(ValueError, match="not recorded"):
+        words("direction", "fell", from_figures=["gpu_only"])
+    REPLAYED["gpu_only"] = 0.5
+    words("direction", "fell", from_figures=["gpu_only"])  # no error: the canonical value stands in
+    REPLAYED.clear()
