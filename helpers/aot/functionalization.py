@@ -15,7 +15,9 @@ import warnings
 from dataclasses import dataclass, field
 
 from ..core.private import private
+from ..core.text import columns
 from ..dynamo.state import clear_compile_state
+from ..dynamo.translator import split_top
 
 BACKENDS = ("aot_autograd", "aot_eager", "inductor")
 """The three ways chapter 13 runs AOTAutograd: its plain entry point with default settings, the ``aot_eager``
@@ -65,12 +67,7 @@ def graph_lines(gm) -> list[str]:
 
 def side_by_side(left: list[str], right: list[str], titles=("before", "after"), width: int = 40) -> str:
     """Two listings in columns, row by row (ch13)."""
-    rows = [f"{titles[0]:<{width}}  {titles[1]}", f"{'-' * (width - 2):<{width}}  {'-' * (width - 2)}"]
-    for k in range(max(len(left), len(right))):
-        a = left[k] if k < len(left) else ""
-        b = right[k] if k < len(right) else ""
-        rows.append(f"{a[:width]:<{width}}  {b}")
-    return "\n".join(rows)
+    return columns(left, right, titles, width)
 
 
 def in_place_calls(gm) -> list[str]:
@@ -296,23 +293,6 @@ class InductorWrite:
         return bool(self.written_inputs)
 
 
-def _split_top(text: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        parts.append(cur.strip())
-    return parts
-
-
 def _call_body(source: str) -> str:
     match = re.search(r"^( *)def call\((?:self, )?args\):\n", source, re.M)
     if not match:
@@ -349,7 +329,7 @@ def read_inductor_write(sources) -> InductorWrite:
             if not call:
                 continue
             call_lines.append(line.strip())
-            for param, arg in zip(params, _split_top(call.group(1))):
+            for param, arg in zip(params, split_top(call.group(1))):
                 if param.startswith(("out_ptr", "in_out_ptr")) and arg in input_names and arg not in written:
                     written.append(arg)
     return InductorWrite(list(sources), kernels, call_lines, input_names, written)
@@ -405,8 +385,8 @@ def ledger(lines: list[str], example, arg: str = "x") -> list[LedgerStep]:
     so far and, in its outputs, the node that currently holds each name (its latest functional value).
     Public API only: ``torch.func.functionalize`` and ``torch.fx.experimental.proxy_tensor.make_fx``.
     """
-    from torch.fx.experimental.proxy_tensor import make_fx
     from torch.func import functionalize
+    from torch.fx.experimental.proxy_tensor import make_fx
 
     steps = []
     for k in range(len(lines) + 1):

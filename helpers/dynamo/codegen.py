@@ -15,6 +15,7 @@ import types
 from dataclasses import dataclass, field
 
 from ..core.private import private
+from ..core.text import columns
 from .bytecode import Ins, instructions
 from .config import dynamo_config, has_setting
 from .state import clear_compile_state
@@ -22,14 +23,7 @@ from .state import clear_compile_state
 
 def side_by_side(left, right, titles=("original", "rewritten"), width: int = 44) -> str:
     """Two ``dis`` listings in columns, left and right (ch09)."""
-    a = [str(i) for i in instructions(left)]
-    b = [str(i) for i in instructions(right)]
-    rows = [f"{titles[0]:<{width}}  {titles[1]}", f"{'-' * (width - 2):<{width}}  {'-' * (width - 2)}"]
-    for k in range(max(len(a), len(b))):
-        left_text = a[k] if k < len(a) else ""
-        right_text = b[k] if k < len(b) else ""
-        rows.append(f"{left_text[:width]:<{width}}  {right_text}")
-    return "\n".join(rows)
+    return columns([str(i) for i in instructions(left)], [str(i) for i in instructions(right)], titles, width)
 
 
 @dataclass
