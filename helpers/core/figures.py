@@ -71,7 +71,9 @@ def band(**bands) -> dict:
     for cls, (lo, hi) in bands.items():
         if not lo <= hi:
             raise ValueError(f"band for {cls}: low {lo} is above high {hi}")
-    return {"kind": "band", "bands": {k: [float(lo), float(hi)] for k, (lo, hi) in bands.items()}}
+    # an open end is stored as the string "inf": a kernel's JSON messages must not carry float infinity
+    end = lambda v: float(v) if math.isfinite(v) else ("inf" if v > 0 else "-inf")  # noqa: E731
+    return {"kind": "band", "bands": {k: [end(lo), end(hi)] for k, (lo, hi) in bands.items()}}
 
 
 def record(within: tuple | None = None) -> dict:
@@ -167,8 +169,7 @@ def check(value, expect: dict, classes: list[str], torch_minor: str) -> tuple[st
         cls = next((c for c in classes if c in bands), None)
         if cls is None:
             return "unverified", f"no band for device class {classes[0]}"
-        # an open end (float("inf")) can come back from a kernel's JSON as the string "inf"
-        lo, hi = (float(b) for b in bands[cls])
+        lo, hi = (float(b) for b in bands[cls])  # an open end is the string "inf" (see band)
         try:
             ok = lo <= float(value) <= hi
         except (TypeError, ValueError):

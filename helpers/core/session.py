@@ -28,6 +28,8 @@ def setup(chapter: str) -> None:
     figures.REPLAYED.clear()
     numbers.REFERENCES.clear()
     use_cache_dir(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or cache_root())
+    # Inductor's "TensorFloat32 tensor cores ... available but not enabled" (chapter 8 shows when it applies)
+    warnings.filterwarnings("ignore", message="TensorFloat32 tensor cores")
     warnings.filterwarnings("ignore", message=".*TF32.*")
     seed_everything(0)
 

@@ -120,3 +120,22 @@ def test_words_may_derive_from_a_replayed_canonical_figure():
     REPLAYED["gpu_only"] = 0.5
     words("direction", "fell", from_figures=["gpu_only"])  # no error: the canonical value stands in
     REPLAYED.clear()
+
+
+def test_an_open_band_is_json_compliant():
+    import json
+
+    expect = band(sm90=(1.0, float("inf")))
+    json.dumps(expect, allow_nan=False)  # a kernel's messages must not carry float infinity
+    assert check(1e9, expect, ["sm90"], "2.11")[0] == "pass"
+
+
+def test_setup_silences_inductors_tf32_warning():
+    import warnings
+
+    import helpers
+
+    helpers.setup("ch99")
+    message = "TensorFloat32 tensor cores for float32 matrix multiplication available but not enabled."
+    assert any(action == "ignore" and regex is not None and regex.match(message)
+               for action, regex, *_ in warnings.filters), "setup must ignore Inductor's TF32 warning"
