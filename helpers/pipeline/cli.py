@@ -31,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("publish", help="copy a verified GPU run's outputs into chapters/")
     p.add_argument("run_dir")
     sub.add_parser("guide", help="regenerate chapters/instructors.md from the notebooks")
+    vp = sub.add_parser("verification", help="record verified runs (optional) and regenerate chapters/verification.md")
+    vp.add_argument("run_dirs", nargs="*", help="run folders to record first (any device)")
     s = sub.add_parser("student", help="write the chapters without their solutions (the student edition)")
     s.add_argument("chapters", nargs="*", help="ch01, 2, ch02_four_stations or a path; none = the book's chapters")
     s.add_argument("--out", default="runs/student", help="folder to write into (default runs/student)")
@@ -56,6 +58,13 @@ def main(argv: list[str] | None = None) -> int:
             return run.merge(args.run_dirs, args.out)
         if args.command == "publish":
             return publish.publish(args.run_dir)
+        if args.command == "verification":
+            from . import verification
+
+            for d in args.run_dirs:
+                print(f"recorded {d} -> {verification.record(d)}")
+            print(f"wrote {verification.write()}")
+            return 0
         if args.command == "guide":
             from .guide import write
 

@@ -62,6 +62,10 @@ def publish(run_dir: str, chapters_dir: Path = CHAPTERS_DIR, allow_dirty: bool =
                   "seconds": r.seconds, "figures": figures}
         (CANONICAL_DIR / f"{chapter}.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
         print(f"published {src.name} ({len(figures)} figures)")
+    if chapters_dir == CHAPTERS_DIR:  # the book's own publish: its verification page follows the records
+        from . import verification
+
+        print(f"wrote {verification.write()}")
     return 0
 
 
