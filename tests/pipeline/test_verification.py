@@ -25,7 +25,9 @@ def test_a_recorded_run_becomes_a_column_and_a_failure_shows(tmp_path, monkeypat
     run.mkdir()
     shutil.copy(chapters()["ch05"], run / chapters()["ch05"].name)
     broken = nbformat.read(chapters()["ch08"], as_version=4)
-    broken.cells[3].outputs = [nbformat.v4.new_output("error", ename="RuntimeError", evalue="planted", traceback=[])]
+    planted = nbformat.v4.new_code_cell("raise RuntimeError('planted')")
+    planted.outputs = [nbformat.v4.new_output("error", ename="RuntimeError", evalue="planted", traceback=[])]
+    broken.cells.append(planted)
     nbformat.write(broken, run / chapters()["ch08"].name)
     path = verification.record(run)
     assert path.name == "sm90-torch2.11.json"
