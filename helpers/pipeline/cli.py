@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--jobs", type=int, default=2, help="submissions run at once (default 2: one per core)")
     g.add_argument("--timeout", type=float, default=300, help="seconds per submission (default 300)")
     g.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where they run (default cpu)")
+    g.add_argument("--record", action="store_true",
+                   help="keep this run's timing in helpers/verified/grading.json (the instructor guide quotes it)")
     lint = sub.add_parser("lint", help="static checks on chapter notebooks")
     lint.add_argument("paths", nargs="*")
     args = parser.parse_args(argv)
@@ -79,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "grade":
             from .grade import grade
 
-            return grade(args.submissions, out=args.out, jobs=args.jobs, timeout=args.timeout, device=args.device)
+            return grade(args.submissions, out=args.out, jobs=args.jobs, timeout=args.timeout, device=args.device, record=args.record)
         from .lint import lint_notebook
         from .sources import differences
 

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.env import CourseError
+from ..core.env import REPO_ROOT, CourseError
 from ..core.exercises import RECORD_KEY
 from .student import META, NOTEBOOK_META, defined_names, exercises, role, strip_magics, student_edition
 from .verify import _source, load_notebook
@@ -218,8 +218,11 @@ def grade_one(path: Path, work: Path, *, device: str, timeout: float) -> Graded:
     return g
 
 
+GRADING_RECORD = REPO_ROOT / "helpers" / "verified" / "grading.json"  # the run the instructor guide quotes
+
+
 def grade(paths: list[str], *, out: str | Path | None = None, jobs: int = 2, timeout: float = 300,
-          device: str = "cpu") -> int:
+          device: str = "cpu", record: bool = False) -> int:
     """Grade every submission, ``jobs`` at a time; write the tables into ``out``. 0 once all have a line."""
     files = submissions(paths)
     out = Path(out) if out else Path(files[0]).parent / "grades"
@@ -245,9 +248,31 @@ def grade(paths: list[str], *, out: str | Path | None = None, jobs: int = 2, tim
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         graded = list(pool.map(one, zip(files, works)))
     seconds = time.perf_counter() - t0
-    write_tables(graded, out, {"jobs": jobs, "timeout": timeout, "device": device, "seconds": round(seconds, 1)})
+    run = {"jobs": jobs, "timeout": timeout, "device": device, "seconds": round(seconds, 1)}
+    write_tables(graded, out, run)
+    timing = timing_record(graded, run)
+    (out / "run.json").write_text(json.dumps(timing, indent=1) + "\n")
+    if record:
+        GRADING_RECORD.parent.mkdir(exist_ok=True)
+        GRADING_RECORD.write_text(json.dumps(timing, indent=1) + "\n")
     print(f"graded {len(graded)} submissions in {seconds:.0f} s: {out / 'grades.md'}")
     return 0
+
+
+def timing_record(graded: list[Graded], run: dict) -> dict:
+    """What a grading run cost, and on what machine: the instructor guide quotes it (``--record``)."""
+    import os
+    import statistics
+
+    from ..core.env import detect
+
+    env = detect("cpu").as_dict()
+    times = sorted(g.seconds for g in graded if g.seconds)
+    return {**run, "submissions": len(graded), "chapters": sorted({g.chapter for g in graded if g.chapter}),
+            "median_s": round(statistics.median(times), 1) if times else None,
+            "min_s": times[0] if times else None, "max_s": times[-1] if times else None,
+            "machine": env.get("device_name"), "cores": env.get("cpu_count"), "torch": env.get("torch"),
+            "load_average": round(os.getloadavg()[0], 1), "date": str(env.get("date", ""))[:10]}
 
 
 def _cell(text: str) -> str:

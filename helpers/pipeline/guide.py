@@ -35,9 +35,7 @@ fresh kernel, in its own folder with its own caches. `FOLDER/grades/grades.md` h
 (✅ right, ❌ not quite, — not answered, 💥 error, ⏹ not run) and a count per exercise; `grades.csv` (one
 row per student and exercise), `students.csv` and `exercises.csv` hold the same for a spreadsheet. A
 submission that raises, runs out of time or is not a notebook gets its line and the grader moves on; an
-edited check cell is ignored and noted. Measured on a 2-core AMD EPYC machine (CPU torch 2.13) that other
-work kept busy (load average 5 to 9): 40 copies of a ch05 submission took 11 min 45 s with `--jobs 2`, a
-median of 32 s per submission (17 to 57 s), each run while another ran beside it.
+edited check cell is ignored and noted. GRADING_TIME
 
 **What the grader cannot prevent.** An answer cell is arbitrary Python run in the student's kernel: it can
 rebind a name a check reads, patch `helpers`, or touch files. The grader flags answer cells that rebind a
@@ -77,9 +75,26 @@ def chapter_section(path: Path) -> str:
     return "\n".join(lines)
 
 
+def grading_time() -> str:
+    """The sentence on grading time, from the recorded run (``grade --record``), never typed by hand."""
+    import json
+
+    from .grade import GRADING_RECORD
+
+    if not GRADING_RECORD.exists():
+        return "No grading run has been recorded yet (`python -m helpers grade FOLDER --record`)."
+    r = json.loads(GRADING_RECORD.read_text())
+    minutes, seconds = divmod(round(r["seconds"]), 60)
+    return (f"Measured on {r['machine']} ({r['cores']} cores, CPU torch {r['torch']}, load average "
+            f"{r['load_average']} at the end, {r['date']}): {r['submissions']} submissions of "
+            f"{', '.join(r['chapters'])} took {minutes} min {seconds} s with `--jobs {r['jobs']}`, a median of "
+            f"{r['median_s']} s per submission ({r['min_s']} to {r['max_s']} s), {r['jobs']} running at once.")
+
+
 def render() -> str:
     """The guide: the header, then every chapter the book lists in _toc.yml (unfinished ones are left out)."""
-    return HEADER + "\n" + "\n".join(chapter_section(p) for p in book_chapters())
+    header = HEADER.replace("GRADING_TIME", grading_time())
+    return header + "\n" + "\n".join(chapter_section(p) for p in book_chapters())
 
 
 def write() -> Path:

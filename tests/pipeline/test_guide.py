@@ -20,3 +20,18 @@ def test_instructor_guide_lists_the_books_chapters_with_every_solution():
     exercises = re.findall(r"^\*\*Exercise (\d+\.\d+)", text, re.M)
     solutions = re.findall(r"^# Solution (\d+\.\d+)", text, re.M)
     assert exercises and solutions == exercises  # e.g. 1.1, whose course cell sits before its answer cell
+
+
+def test_the_grading_time_comes_from_the_recorded_run(tmp_path, monkeypatch):
+    import json
+
+    from helpers.pipeline import grade, guide
+
+    monkeypatch.setattr(grade, "GRADING_RECORD", tmp_path / "grading.json")
+    assert "No grading run has been recorded" in guide.grading_time()
+    (tmp_path / "grading.json").write_text(json.dumps({
+        "jobs": 2, "seconds": 125.4, "submissions": 40, "chapters": ["ch05"], "median_s": 6.1, "min_s": 5.0,
+        "max_s": 9.9, "machine": "Some CPU", "cores": 2, "torch": "2.13.0+cpu", "load_average": 0.5,
+        "date": "2026-12-01"}))
+    text = guide.grading_time()
+    assert "40 submissions of ch05 took 2 min 5 s with `--jobs 2`" in text and "Some CPU (2 cores" in text
