@@ -1,5 +1,10 @@
-"""Part 4, the runtime and practice (chapters 24-30): caches and compile time.
+"""Part 4, the runtime and practice (chapters 24-30): caches, CUDA graphs, recompiles, tools, backends,
+export, and the map of the whole course.
 
 caches (a cold cache for measuring compiles; chapter 2, then chapter 24) · compile_time (where compile time
-goes; chapter 2).
+goes; chapter 2) · cache_layers (the on-disk caches, their keys, hits and misses; chapter 24) ·
+cudagraphs (CUDA graph capture, replay and reduce-overhead; chapter 25) · recompiles (recompile causes,
+the limit and the cures; chapter 26) · toolbox (logs, explain, the debug dump, the minifier; chapter 27) ·
+backends (writing a torch.compile backend; chapter 28) · export_aoti (torch.export and AOTInductor;
+chapter 29) · recap (the course's key experiments again, side by side; chapter 30).
 """
