@@ -17,6 +17,8 @@ GPU_PYTHON ?= 3.12
 BUNDLE ?= gpu-bundle
 GPU_SITE ?= .gpu-site
 SHARD ?=
+# JOBS: notebooks executed at once by `make run` / `make gpu-run`
+JOBS ?= 1
 
 .PHONY: setup book test lint sync lab run publish gpu-bundle gpu-run clean
 
@@ -53,7 +55,7 @@ lab: setup
 
 # On the GPU machine: execute + verify, then copy the verified outputs into chapters/.
 run: setup
-	$(PY) -m helpers run $(CHAPTERS) --out $(RUN_DIR)
+	$(PY) -m helpers run $(CHAPTERS) --out $(RUN_DIR) --jobs $(JOBS)
 
 publish: setup
 	$(PY) -m helpers publish $(RUN_DIR)
@@ -74,7 +76,7 @@ gpu-run:
 	@test -d .git || test -n "$$COURSE_GIT_COMMIT" || { echo "error: no .git here; set COURSE_GIT_COMMIT=<commit of this tree> so the run can be published" >&2; exit 2; }
 	$(PYTHON) .ci/gpu-install $(BUNDLE) $(GPU_SITE)
 	PYTHONPATH=$(CURDIR)/$(GPU_SITE) $(PYTHON) -m ipykernel install --user --name python3 >/dev/null
-	PYTHONPATH=$(CURDIR)/$(GPU_SITE) $(PYTHON) -m helpers run $(CHAPTERS) $(if $(SHARD),--shard $(SHARD)) --out $(RUN_DIR) --timeout 300
+	PYTHONPATH=$(CURDIR)/$(GPU_SITE) $(PYTHON) -m helpers run $(CHAPTERS) $(if $(SHARD),--shard $(SHARD)) --out $(RUN_DIR) --timeout 300 --jobs $(JOBS)
 
 # The student edition: the book's chapters (or CHAPTERS="ch05 ch06") without solutions, into STUDENT_DIR.
 student: setup

@@ -45,10 +45,10 @@ def notebook_factory(tmp_path):
 
 @pytest.fixture(scope="session")
 def cpu_run(tmp_path_factory):
-    """Execute every chapter listed in _toc.yml on CPU (quick scale) once; return the run folder."""
+    """Execute every chapter on CPU (quick scale) once, two at a time (CI has 2 cores); return the run folder."""
     out = tmp_path_factory.mktemp("cpu-run")
     proc = subprocess.run([sys.executable, "-m", "helpers", "run", "--device", "cpu", "--out", str(out),
-                           "--timeout", "240"], cwd=ROOT, capture_output=True, text=True)
+                           "--timeout", "240", "--jobs", "2"], cwd=ROOT, capture_output=True, text=True)
     report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else None
     keep = os.environ.get("COURSE_ARTIFACTS")  # CI uploads the executed notebooks and the report
     if keep:

@@ -22,6 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--shard", help="i/n: run every n-th chapter starting at the i-th")
     r.add_argument("--out", help="folder for executed notebooks and the report (default runs/<time>-<device>)")
     r.add_argument("--timeout", type=float, default=300, help="seconds per notebook (default 300)")
+    r.add_argument("--jobs", type=int, default=1, help="notebooks run at once (default 1)")
     r.add_argument("--cache", help="compile-cache folder shared by the run (default OUT/compile-cache)")
     v = sub.add_parser("verify", help="re-check executed notebooks (files or run folders)")
     v.add_argument("paths", nargs="*")
@@ -53,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "run":
             return run.run(args.chapters, device=args.device, scale=args.scale, shard=args.shard,
-                              out=args.out, timeout=args.timeout, cache=args.cache)
+                              out=args.out, timeout=args.timeout, cache=args.cache, jobs=args.jobs)
         if args.command == "verify":
             return run.verify_paths(args.paths)
         if args.command == "merge":

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..core.env import REPO_ROOT, CourseError
@@ -112,8 +113,11 @@ def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: floa
 
 
 def run(names: list[str], *, device="auto", scale="auto", shard=None, out=None, timeout=300.0,
-        cache=None) -> int:
-    """Execute, verify and report; returns the process exit code (0 only if everything passed)."""
+        cache=None, jobs: int = 1) -> int:
+    """Execute, verify and report; returns the process exit code (0 only if everything passed).
+
+    ``jobs`` notebooks run at once (each in its own kernel); the report keeps the course order.
+    """
     from ..core.env import resolve_device
 
     notebooks = resolve(names)
@@ -129,13 +133,18 @@ def run(names: list[str], *, device="auto", scale="auto", shard=None, out=None, 
     report = {"started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
               "device": device_resolved, "scale": scale, "shard": f"{i}/{n}",
               "environment": environment_summary(device_resolved), "notebooks": []}
-    for nb in notebooks:
+    report["jobs"] = jobs
+
+    def one(nb: Path) -> NotebookResult:
         print(f"running {nb.name} ...", flush=True)
         result = execute(nb, out_dir / nb.name, device=device, scale=scale, timeout=timeout, cache=cache)
-        report["notebooks"].append(result.as_dict())
-        print(f"  {result.status} in {result.seconds} s; figures {result.counts()}", flush=True)
-        for p in result.problems:
-            print(f"  - {p}", flush=True)
+        print("\n".join([f"  {nb.name}: {result.status} in {result.seconds} s; figures {result.counts()}"]
+                        + [f"  - {p}" for p in result.problems]), flush=True)
+        return result
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:  # threads only wait on papermill processes
+        results = list(pool.map(one, notebooks))
+    report["notebooks"] = [r.as_dict() for r in results]
     report["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     report["ok"] = all(r["ok"] for r in report["notebooks"])
     write_report(report, out_dir)

@@ -122,3 +122,14 @@ def test_merge_refuses_shards_of_different_devices_and_folders_without_a_report(
         merge([str(a), str(b)], str(tmp_path / "all"))
     with pytest.raises(CourseError, match="no report.json"):
         merge([str(tmp_path)], str(tmp_path / "all"))
+
+
+def test_jobs_run_notebooks_at_once_and_the_report_keeps_course_order(notebook_factory, tmp_path):
+    from helpers.pipeline.run import run
+
+    slow = notebook_factory("ch97_slow.ipynb", "import time\ntime.sleep(4)\n" + FIG, prose="{glue:text}`graphs`")
+    fast = notebook_factory("ch98_fast.ipynb", FIG, prose="{glue:text}`graphs`")
+    assert run([str(slow), str(fast)], device="cpu", scale="quick", out=tmp_path / "out", jobs=2) == 0
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert [Path(nb["path"]).name for nb in report["notebooks"]] == ["ch97_slow.ipynb", "ch98_fast.ipynb"]
+    assert report["jobs"] == 2 and all(nb["ok"] for nb in report["notebooks"])
