@@ -64,6 +64,23 @@ def test_every_chapter_ends_with_a_real_numbers_table_naming_one_run(built_book)
 
 
 @pytest.mark.book
+def test_every_chapter_page_opens_with_its_last_verified_line(built_book):
+    problems = []
+    for page in chapter_pages(built_book["html"]):
+        raw = page.read_text(encoding="utf-8")
+        m = re.search(r'<p class="last-verified">(.*?)</p>', raw, re.S)
+        if not m:
+            problems.append(f"{page.name}: no 'Last verified' line")
+            continue
+        line = text_of(m.group(1))
+        if not re.search(r"Last verified \d{4}-\d\d-\d\d: (\d+) of \1 checked figures passed", line):
+            problems.append(f"{page.name}: {line.strip()[:120]}")
+        if 'verification.html' not in m.group(1) or raw.find("last-verified") > raw.find('id="numbers-in-this-chapter"'):
+            problems.append(f"{page.name}: the line must link the verification page and sit at the top")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.book
 def test_glue_is_resolved_in_the_html(built_book):
     html = (built_book["html"] / "chapters" / "ch02_four_stations.html").read_text()
     pasted = re.findall(r'class="pasted-text">([^<]+)<', html)
