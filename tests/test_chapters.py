@@ -95,3 +95,17 @@ def test_instructor_guide_is_current():
     from helpers.pipeline.guide import GUIDE, render
 
     assert GUIDE.read_text() == render(), "run `python -m helpers guide` and commit chapters/instructors.md"
+
+
+@pytest.mark.parametrize("chapter", list(CHAPTERS))
+def test_a_chapter_with_gpu_bands_for_the_h200_only_says_what_other_gpus_get(chapter):
+    """Bands for sm90 alone leave a T4 (sm75) without a band: the Device paragraph must say so."""
+    cells = json.loads(CHAPTERS[chapter].read_text())["cells"]
+    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    bands = re.findall(r"band\(([^)]*)\)", code)
+    h200_only = [b for b in bands if "sm90=" in b and "cuda=" not in b]
+    device = next(("".join(c["source"]) for c in cells if c["cell_type"] == "markdown"
+                   and "**Device:**" in "".join(c["source"])), "")
+    device = device[device.find("**Device:**"):].split("\n\n")[0]
+    if h200_only:
+        assert "T4" in device and '"no band"' in device, f"{chapter}: sm90-only bands, Device paragraph: {device[:200]}"
