@@ -1,4 +1,9 @@
-"""Every chapter in the book: executes on CPU with its expectations met, and its committed GPU outputs verify."""
+"""Every chapter executes on CPU with its expectations met; every chapter in the book carries verified GPU outputs.
+
+A chapter on disk but not yet in ``_toc.yml`` is *awaiting its canonical GPU run*: it is written, lint-clean,
+in sync with its source and CPU-verified, and its notebook carries no outputs (nothing unverified is shown
+anywhere) until a verified GPU run is published into it and the toc lists it.
+"""
 import json
 import re
 from pathlib import Path
@@ -31,10 +36,22 @@ def toc_files() -> list[str]:
     return files
 
 
-def test_toc_lists_exactly_the_chapters_on_disk():
+BOOK = {ch: path for ch, path in CHAPTERS.items()
+        if f"chapters/{path.stem}" in toc_files()}  # chapters in the book: published from a GPU run
+PENDING = {ch: path for ch, path in CHAPTERS.items() if ch not in BOOK}
+
+
+def test_toc_lists_only_chapters_on_disk():
     listed = {Path(f).name for f in toc_files() if re.match(r"chapters/ch\d\d_", f)}
-    assert listed == {p.stem for p in CHAPTERS.values()}
-    assert len(CHAPTERS) >= 2
+    assert listed <= {p.stem for p in CHAPTERS.values()}
+    assert len(BOOK) >= 2
+
+
+@pytest.mark.parametrize("chapter", list(PENDING))
+def test_a_chapter_awaiting_its_gpu_run_shows_nothing_unverified(chapter):
+    cells = json.loads(PENDING[chapter].read_text())["cells"]
+    assert not [c for c in cells if c["cell_type"] == "code" and (c.get("outputs") or c.get("execution_count"))]
+    assert not (CANONICAL_DIR / f"{chapter}.json").exists()
 
 
 @pytest.mark.parametrize("chapter", list(CHAPTERS))
@@ -42,7 +59,7 @@ def test_chapter_is_lint_clean(chapter):
     assert lint_notebook(CHAPTERS[chapter]) == []
 
 
-@pytest.mark.parametrize("chapter", list(CHAPTERS))
+@pytest.mark.parametrize("chapter", list(BOOK))
 def test_committed_outputs_are_a_verified_gpu_run(chapter):
     result = verify_notebook(CHAPTERS[chapter])
     assert result.ok, result.problems
@@ -50,7 +67,7 @@ def test_committed_outputs_are_a_verified_gpu_run(chapter):
     assert result.counts().get("pass", 0) > 0
 
 
-@pytest.mark.parametrize("chapter", list(CHAPTERS))
+@pytest.mark.parametrize("chapter", list(BOOK))
 def test_canonical_record_matches_the_committed_notebook(chapter):
     record = json.loads((CANONICAL_DIR / f"{chapter}.json").read_text())
     result = verify_notebook(CHAPTERS[chapter])
@@ -59,7 +76,7 @@ def test_canonical_record_matches_the_committed_notebook(chapter):
     assert record["env"] == result.env
 
 
-@pytest.mark.parametrize("chapter", list(CHAPTERS))
+@pytest.mark.parametrize("chapter", list(BOOK))
 def test_a_published_page_names_one_run(chapter):
     """The banner, the numbers table and the canonical record all name the same committed run."""
     from helpers.core.numbers import TABLE_META_KEY
