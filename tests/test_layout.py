@@ -17,8 +17,11 @@ PACKAGE = ROOT / "helpers"
 STATIONS = ("dynamo", "aot", "inductor", "runtime")
 # what each layer may import from helpers: core is the base, stations sit on core (Dynamo under the
 # other three), the pipeline runs notebooks and never needs a station
+# A station may use the stations before it on the line torch.compile follows (Dynamo -> AOTAutograd ->
+# Inductor -> runtime), never one after it.
 ALLOWED = {"core": {"core"}, "dynamo": {"core", "dynamo"}, "aot": {"core", "dynamo", "aot"},
-           "inductor": {"core", "dynamo", "inductor"}, "runtime": {"core", "dynamo", "runtime"},
+           "inductor": {"core", "dynamo", "aot", "inductor"},
+           "runtime": {"core", "dynamo", "aot", "inductor", "runtime"},
            "pipeline": {"core", "pipeline"}}
 PRIVATE_TORCH = ("_dynamo", "_inductor", "_functorch")
 
