@@ -68,6 +68,7 @@ def band(**bands) -> dict:
     A ``cpu`` band must hold on any x86-64 or ARM CPU, idle or busy; what depends on the CPU's vector
     library or core count is ``record(within=...)`` instead, and the prose is worded from the run.
     """
+    bands = {cls: (float(lo), float(hi)) for cls, (lo, hi) in bands.items()}  # "inf" is float("inf")
     for cls, (lo, hi) in bands.items():
         if not lo <= hi:
             raise ValueError(f"band for {cls}: low {lo} is above high {hi}")

@@ -139,3 +139,7 @@ def test_setup_silences_inductors_tf32_warning():
     message = "TensorFloat32 tensor cores for float32 matrix multiplication available but not enabled."
     assert any(action == "ignore" and regex is not None and regex.match(message)
                for action, regex, *_ in warnings.filters), "setup must ignore Inductor's TF32 warning"
+
+
+def test_an_open_band_end_may_be_written_as_the_string_inf():
+    assert band(cpu=(1.2, "inf")) == band(cpu=(1.2, float("inf")))
