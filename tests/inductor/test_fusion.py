@@ -1,0 +1,33 @@
+"""Unit tests of helpers/inductor/fusion.py (chapter 20)."""
+from types import SimpleNamespace
+
+from helpers.inductor.fusion import CASES, eager_bytes, ideal_bytes, nest_prediction, row, rowwise_check, run_case
+from helpers.inductor.traffic import MiB
+
+
+def test_the_eight_cases_and_their_inputs():
+    assert list(CASES) == list("ABCDEFGH")
+    assert [tuple(t.shape) for t in CASES["F"].inputs(8, "cpu")] == [(8,), (8,)]
+    assert [tuple(t.shape) for t in CASES["G"].inputs(8, "cpu")] == [(256, 256), (256, 256)]
+    assert tuple(CASES["A"].inputs(8, "cpu")[0].shape) == (8, 8)
+
+
+def test_bytes_models():
+    # A: four pointwise ops, each reading and writing 4 MiB; one kernel reads x and writes once
+    assert eager_bytes("A") == 32 * MiB and ideal_bytes("A") == 8 * MiB
+
+
+def test_nest_prediction():
+    runs = {k: SimpleNamespace(kernel_count=v) for k, v in zip(CASES, [1, 1, 1, 2, 1, 2, 2, 2])}
+    assert nest_prediction(None, runs) is None
+    assert nest_prediction([1, 1, 1, 2, 1, 2, 2, 2], runs) == [1, 1, 1, 2, 1, 2, 2, 2]
+    assert "differ" in nest_prediction([1] * 8, runs)
+    assert "8 counts" in nest_prediction([1, 2], runs)
+
+
+def test_horizontal_reductions_fuse():
+    s = run_case("E", n=64)
+    assert len(s.pre) == 2 and len(s.post) == 1 and s.loop_nests == 1
+    assert s.shared_data[("op0", "op1")] == 64 * 64 * 4
+    assert row("E", s).startswith("E  x.amax(1), x.sum(1)")
+    assert rowwise_check(None) is None

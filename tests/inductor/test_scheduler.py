@@ -1,0 +1,65 @@
+"""Unit tests of helpers/inductor/scheduler.py (chapter 19)."""
+import torch
+
+from helpers.inductor.scheduler import horizontal_check, inductor_setting, loop_nests, outer_loops, schedule
+
+CPP = """
+{
+    for(int64_t x0=0; x0<16; x0+=1L)
+    {
+        for(int64_t x1=0; x1<16; x1+=8L)
+        {
+            tmp = 1;
+        }
+    }
+}
+{
+    for(int64_t x0=0; x0<16; x0+=8L)
+    {
+        for (long x0_inner = 0; x0_inner < 8; x0_inner++)
+        {
+        }
+    }
+}
+"""
+
+
+def test_loop_nests_counts_only_outermost_loops():
+    assert loop_nests(CPP) == 2
+    assert [line.endswith(("x0+=1L)", "x0+=8L)")) for line in outer_loops(CPP)] == [True, True]
+    assert loop_nests("") == 0
+
+
+def epilogue(x):
+    return torch.relu((torch.sin(x) + 1).sum(1)) * 2
+
+
+def wall(x):
+    y = torch.sin(x)
+    return torch.relu(y + y.sum())
+
+
+def test_epilogue_fuses_and_scores_the_shared_buffer_in_bytes():
+    x = torch.randn(64, 64)
+    s = schedule(epilogue, x)
+    assert [n.ir for n in s.pre] == ["Reduction", "Pointwise"]
+    assert s.pre[1].unmet == ["buf0"]
+    assert s.shared_data[("op0", "op1")] == 64 * 4
+    assert s.post == [["op0", "op1"]] and s.fusions == ["op0 with op1"]
+    assert s.language == "c++" and s.kernel_count == s.loop_nests >= 1
+    assert schedule(epilogue, x) is s  # cached: one compile per function and shape
+
+
+def test_global_reduction_is_a_wall():
+    s = schedule(wall, torch.randn(64, 64))
+    assert s.shared_data[("op0", "op1")] == 64 * 64 * 4 + 4
+    assert s.possible_fusions[0] == 0 and len(s.post) == 2 and s.loop_nests == 2
+    assert all("sin" in n.origins for n in s.pre)
+    # the model: op0 reads x and writes the scalar; op1 reads x and the scalar, writes the output
+    assert s.bytes_moved == 3 * 64 * 64 * 4 + 8
+
+
+def test_horizontal_check_and_settings():
+    assert horizontal_check(None, lambda x: x) is None
+    assert isinstance(inductor_setting("max_fusion_size"), int)
+    assert isinstance(inductor_setting("cpp.simdlen"), (int, type(None)))
