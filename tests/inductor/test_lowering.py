@@ -1,0 +1,95 @@
+"""Unit tests of helpers/inductor/lowering.py (chapter 18)."""
+import torch
+
+from helpers.inductor.lowering import (FATES, CountOps, EvalOps, PrintOps, count_loads, in_inductor_decompositions,
+                                       loop_ir, lowering_of, lowering_table, node_block, ops, read_ir, run_inner_fn,
+                                       unroll_reductions_threshold)
+
+aten = torch.ops.aten
+
+DUMP = """op0: SchedulerNode(ComputedBuffer)
+op0.writes = [MemoryDep('buf0', c0, {c0: 4})]
+op0.met_dependencies = [MemoryDep('arg0_1', c0, {c0: 32})]
+op0.outputs = [
+    buf0: ComputedBuffer
+    buf0.users = [NodeUser(node=OUTPUT, can_inplace=False, is_weak=False)]
+]
+op0.group.device = cpu
+op0.group.iteration = ((4,), (8,))
+class op0_loop_body:
+    var_ranges = {p0: 4, p1: 8}
+    index0 = 8*p0 + p1
+    index1 = p0
+    def body(self, ops):
+        get_index = self.get_index('index0')
+        load = ops.load('arg0_1', get_index)
+        relu = ops.relu(load)
+        reduction = ops.reduction(torch.float32, torch.float32, 'sum', relu)
+        get_index_1 = self.get_index('index1')
+        store_reduction = ops.store_reduction('buf0', get_index_1, reduction)
+        return None
+"""
+
+
+def test_read_ir_parses_a_reduction_node():
+    (node,) = read_ir(DUMP)
+    assert (node.name, node.kind, node.iteration) == ("op0", "SchedulerNode(ComputedBuffer)", "((4,), (8,))")
+    assert node.var_ranges == {"p0": 4, "p1": 8} and node.reduction == "sum" and node.is_reduction
+    assert node.loads == [("arg0_1", "8*p0 + p1")] and node.stores == [("buf0", "p0")]
+    assert (node.output_range, node.reduction_range, node.writes, node.users) == (4, 8, ["buf0"], 1)
+    assert "index0 = 8*p0 + p1" in node_block(DUMP, "op0")
+
+
+def test_lowering_table_and_probes():
+    assert lowering_of(aten.relu.default).fate == FATES[0]
+    assert lowering_of(aten.mm.default).fate == FATES[2]
+    assert lowering_of(aten.nonzero.default).fate == FATES[4]
+    assert lowering_of(aten._cdist_forward.default).fallback
+    table = lowering_table()
+    assert table.entries > table.overloads == sum(table.fates.values()) and table.fallbacks > table.overridden > 0
+    assert not in_inductor_decompositions(aten.sum.dim_IntList)
+    assert unroll_reductions_threshold() >= 2
+
+
+def test_toy_handlers_read_one_inner_fn_three_ways():
+    def body(i):
+        return ops.store("y", i, ops.relu(ops.add(ops.load("x", i), ops.constant(1.0))))
+    printer, counter, evaluator = PrintOps(), CountOps(), EvalOps({"x": [-3.0, 1.0]})
+    run_inner_fn(body, printer)
+    run_inner_fn(body, counter)
+    for i in range(2):
+        run_inner_fn(body, evaluator, index=(i,))
+    assert printer.lines[0] == "tmp0 = ops.load('x', i)" and len(printer.lines) == 5
+    assert counter.reads == {"x": 1} and counter.writes == {"y": 1}
+    assert evaluator.buffers["y"] == {0: 0.0, 1: 2.0}
+
+    class Loads:
+        def __init__(self):
+            self.loads = 0
+
+        def load(self, buf, index):
+            self.loads += 1
+
+        def __getattr__(self, name):
+            return lambda *a: None
+    assert count_loads(Loads, body) == 1
+
+
+def test_loop_ir_inlines_an_unrealized_producer():
+    ir = loop_ir(lambda t: (t * 2 + 1).relu().sum(dim=1), torch.randn(4, 8))
+    assert len(ir.pre) == 1 and ir.pre[0].reduction == "sum" and ir.pre[0].loads[0][0] == "arg0_1"
+    assert len(ir.code.kernels) == 1
+
+
+def test_read_ir_counts_a_fused_node_once():
+    fused = "op0_op1: FusedSchedulerNode(SchedulerNode,SchedulerNode)\nop0_op1.writes = [MemoryDep('buf0', c0, {c0: 32})]\n" \
+            + "\n".join("    " + line for line in DUMP.splitlines())
+    nodes = read_ir(fused)
+    assert [n.name for n in nodes] == ["op0_op1"] and nodes[0].kind.startswith("FusedSchedulerNode(")
+
+
+def test_loop_ir_can_stop_after_scheduling():
+    x = torch.randn(4, 8)
+    ir = loop_ir(lambda t: t.relu().sum(dim=0), x, codegen=False)
+    assert torch.allclose(ir.result, x.relu().sum(dim=0))
+    assert ir.code.kernels == [] and len(ir.pre) == 1 and len(ir.pre[0].loads) == 4  # unrolled: 4 < 8
