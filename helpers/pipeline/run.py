@@ -52,6 +52,28 @@ def resolve(names: list[str], directory: Path = CHAPTERS_DIR) -> list[Path]:
     return out
 
 
+def runs_alone(notebook: Path) -> str | None:
+    """Why a chapter must have the GPU to itself (notebook metadata ``course.alone``), or None.
+
+    A chapter whose checked figures are wall-clock timings of GPU work (a launch-bound step, a guard's
+    share of a call, an autotuning benchmark) would measure its neighbours too if other notebooks ran
+    on the same GPU at the same time. On a CPU every timing is the calling thread's CPU time, which
+    other processes do not inflate, so the marker only applies to GPU runs.
+    """
+    try:
+        meta = json.loads(Path(notebook).read_text()).get("metadata", {})
+    except (OSError, ValueError):
+        return None
+    reason = (meta.get("course") or {}).get("alone")
+    return str(reason) if reason else None
+
+
+def schedule(notebooks: list[Path], device: str, jobs: int) -> tuple[list[Path], list[Path]]:
+    """Split a run into the notebooks that may share the machine and those that run alone afterwards."""
+    alone = [nb for nb in notebooks if device == "cuda" and jobs > 1 and runs_alone(nb)]
+    return [nb for nb in notebooks if nb not in alone], alone
+
+
 def parse_shard(shard: str | None) -> tuple[int, int]:
     if not shard:
         return 1, 1
@@ -116,7 +138,8 @@ def run(names: list[str], *, device="auto", scale="auto", shard=None, out=None, 
         cache=None, jobs: int = 1) -> int:
     """Execute, verify and report; returns the process exit code (0 only if everything passed).
 
-    ``jobs`` notebooks run at once (each in its own kernel); the report keeps the course order.
+    ``jobs`` notebooks run at once (each in its own kernel); on a GPU, chapters marked to run alone
+    (``runs_alone``) run afterwards one at a time. The report keeps the course order.
     """
     from ..core.env import resolve_device
 
@@ -142,9 +165,17 @@ def run(names: list[str], *, device="auto", scale="auto", shard=None, out=None, 
                         + [f"  - {p}" for p in result.problems]), flush=True)
         return result
 
+    # On a GPU, chapters marked `course.alone` run one at a time after the others, with the GPU to
+    # themselves; the rest run `jobs` at once.
+    together, alone = schedule(notebooks, device_resolved, jobs)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:  # threads only wait on papermill processes
-        results = list(pool.map(one, notebooks))
-    report["notebooks"] = [r.as_dict() for r in results]
+        results = dict(zip(together, pool.map(one, together)))
+    if alone:
+        print(f"{len(alone)} chapter(s) with wall-clock GPU figures now run alone: "
+              + ", ".join(nb.name for nb in alone), flush=True)
+    results.update({nb: one(nb) for nb in alone})
+    report["alone"] = [nb.name for nb in alone]
+    report["notebooks"] = [results[nb].as_dict() for nb in notebooks]
     report["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     report["ok"] = all(r["ok"] for r in report["notebooks"])
     write_report(report, out_dir)

@@ -133,3 +133,18 @@ def test_jobs_run_notebooks_at_once_and_the_report_keeps_course_order(notebook_f
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert [Path(nb["path"]).name for nb in report["notebooks"]] == ["ch97_slow.ipynb", "ch98_fast.ipynb"]
     assert report["jobs"] == 2 and all(nb["ok"] for nb in report["notebooks"])
+
+
+def test_on_a_gpu_chapters_marked_alone_run_after_the_others_one_at_a_time(notebook_factory):
+    from helpers.pipeline.run import runs_alone, schedule
+
+    timed = notebook_factory("ch97_timed.ipynb", FIG)
+    nb = json.loads(timed.read_text())
+    nb["metadata"]["course"] = {"alone": "wall-clock GPU timings"}
+    timed.write_text(json.dumps(nb))
+    plain = notebook_factory("ch98_plain.ipynb", FIG)
+    assert runs_alone(timed) == "wall-clock GPU timings" and runs_alone(plain) is None
+    assert schedule([timed, plain], "cuda", jobs=3) == ([plain], [timed])
+    # one job at a time is already alone; a CPU run times thread CPU time, which neighbours do not inflate
+    assert schedule([timed, plain], "cuda", jobs=1) == ([timed, plain], [])
+    assert schedule([timed, plain], "cpu", jobs=2) == ([timed, plain], [])
