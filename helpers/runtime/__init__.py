@@ -6,5 +6,7 @@ goes; chapter 2) · cache_layers (the on-disk caches, their keys, hits and misse
 cudagraphs (CUDA graph capture, replay and reduce-overhead; chapter 25) · recompiles (recompile causes,
 the limit and the cures; chapter 26) · toolbox (logs, explain, the debug dump, the minifier; chapter 27) ·
 backends (writing a torch.compile backend; chapter 28) · export_aoti (torch.export and AOTInductor;
-chapter 29) · recap (the course's key experiments again, side by side; chapter 30).
+chapter 29) · recap (the course's key experiments again, side by side; chapter 30) · bet (the compile
+bet: after how many calls compiling pays off; chapters 2, 24, 26 and 30) · triage (`python -m helpers
+triage` on a reader's own model: breaks, recompiles, guards, compile time, speed, kernels; chapter 30).
 """
