@@ -129,6 +129,31 @@ def gpu_time(fn, *args, repeats: int = 20, warmup: int = 3, device: str | None =
     return Timing(mean, mean, mean, repeats, 1, "GPU time per call")
 
 
+def kernel_times(fn, *args, repeats: int = 5) -> dict[str, tuple[float, float]]:
+    """Per device kernel name: (launches per call, GPU µs per call), slowest first (CUDA only; profiler; ch25)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    fn(*args)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA], acc_events=True) as prof:
+        for _ in range(repeats):
+            fn(*args)
+        torch.cuda.synchronize()
+    kernels = [(e.name, e.device_time) for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return kernel_table(kernels, repeats)
+
+
+def kernel_table(kernels: list[tuple[str, float]], calls: int) -> dict[str, tuple[float, float]]:
+    """(name, device µs) events of ``calls`` calls → name: (launches per call, µs per call), slowest first."""
+    table: dict[str, list[float]] = {}
+    for name, us in kernels:
+        row = table.setdefault(name, [0.0, 0.0])
+        row[0] += 1
+        row[1] += us
+    return {name: (n / calls, us / calls) for name, (n, us) in sorted(table.items(), key=lambda kv: -kv[1][1])}
+
+
 def kernels_per_call(fn, *args, repeats: int = 5) -> float:
     """Average number of device kernels one call launches (CUDA only; profiler)."""
     import torch

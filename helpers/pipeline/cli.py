@@ -13,7 +13,10 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m helpers",
         description="torch.compile, opened up: execute and verify the chapter notebooks, publish a verified "
                     "GPU run, lint the chapters, regenerate the instructor guide, write the student edition, "
-                    "grade submitted notebooks.")
+                    "grade submitted notebooks.",
+        epilog="and: triage FILE.py[:FUNCTION] — triage your own model under torch.compile (graph breaks, "
+               "recompiles, guards, compile time, speed, CUDA-graph skips, kernels, each with its chapter); "
+               "see python -m helpers triage --help.")
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="execute chapter notebooks with papermill, verify them, write a report")
     r.add_argument("chapters", nargs="*", help="ch01, 2, ch02_four_stations or a path; none = all")
@@ -31,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--out", required=True, help="folder for the merged run")
     p = sub.add_parser("publish", help="copy a verified GPU run's outputs into chapters/")
     p.add_argument("run_dir")
+    p.add_argument("chapters", nargs="*", help="publish only these chapters of the run (each must have passed)")
     sub.add_parser("guide", help="regenerate chapters/instructors.md from the notebooks")
     vp = sub.add_parser("verification", help="record verified runs (optional) and regenerate chapters/verification.md")
     vp.add_argument("run_dirs", nargs="*", help="run folders to record first (any device)")
@@ -60,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "merge":
             return run.merge(args.run_dirs, args.out)
         if args.command == "publish":
-            return publish.publish(args.run_dir)
+            return publish.publish(args.run_dir, only=[c if c.startswith("ch") else f"ch{int(c):02d}"
+                                                       for c in args.chapters] or None)
         if args.command == "verification":
             from . import verification
 

@@ -15,8 +15,13 @@ from .sources import differences, source_of
 from .verify import NotebookResult, verify_notebook
 
 
-def publish(run_dir: str, chapters_dir: Path = CHAPTERS_DIR, allow_dirty: bool = False) -> int:
-    """Copy a fully verified GPU run's notebooks into chapters/ and write their canonical records."""
+def publish(run_dir: str, chapters_dir: Path = CHAPTERS_DIR, allow_dirty: bool = False,
+            only: list[str] | None = None) -> int:
+    """Copy a fully verified GPU run's notebooks into chapters/ and write their canonical records.
+
+    ``only`` (chapter ids such as ``ch17``) publishes just those chapters of the run; each of them must
+    have passed, whatever the run's other chapters did.
+    """
     from ..core.numbers import CANONICAL_DIR
 
     run_path = Path(run_dir)
@@ -24,6 +29,13 @@ def publish(run_dir: str, chapters_dir: Path = CHAPTERS_DIR, allow_dirty: bool =
     if not report_file.exists():
         raise CourseError(f"{run_path}: no report.json here; publish takes a folder written by `helpers run`.")
     report = json.loads(report_file.read_text())
+    if only:
+        ids = {Path(nb["path"]).name[:4]: nb for nb in report["notebooks"]}
+        missing = sorted(set(only) - set(ids))
+        if missing:
+            raise CourseError(f"refusing to publish {run_path}: it did not run {', '.join(missing)}.")
+        report = dict(report, notebooks=[ids[c] for c in sorted(set(only))])
+        report["ok"] = all(nb["ok"] for nb in report["notebooks"])
     failed = [Path(nb["path"]).name for nb in report["notebooks"] if not nb["ok"]]
     if failed or not report.get("ok"):
         raise CourseError(f"refusing to publish {run_path}: these notebooks did not pass: "

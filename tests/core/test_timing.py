@@ -27,3 +27,12 @@ def test_interleaved_times_every_contender_each_round():
                              rounds=2, repeats=2, warmup=0, target=1e-4)
     assert set(out) == {"a", "b"} and out["a"].samples == 2
     assert calls.count("a") > 0 and calls.count("b") > 0
+
+
+def test_kernel_table_counts_launches_and_time_per_call_slowest_first():
+    from helpers.core.timing import kernel_table
+
+    events = [("gemm", 29.0), ("relu", 1.0), ("gemm", 31.0), ("relu", 1.0), ("memset", 0.5)]
+    table = kernel_table(events, calls=2)
+    assert list(table) == ["gemm", "relu", "memset"]
+    assert table["gemm"] == (1.0, 30.0) and table["relu"] == (1.0, 1.0) and table["memset"] == (0.5, 0.25)

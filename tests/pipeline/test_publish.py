@@ -109,3 +109,18 @@ def test_publish_refuses_a_run_whose_cells_are_not_this_checkouts_sources(tmp_pa
     with pytest.raises(CourseError, match="not this checkout's sources"):
         publish(str(run), chapters_dir=tmp_path)
     assert not (tmp_path / "canonical").exists()
+
+
+def test_publish_can_take_the_chapters_of_a_run_that_passed_and_refuses_the_others(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "report.json").write_text(json.dumps({"ok": False, "device": "cuda", "notebooks": [
+        {"path": str(run_dir / "ch01_origins.ipynb"), "ok": True},
+        {"path": str(run_dir / "ch02_four_stations.ipynb"), "ok": False}]}))
+    with pytest.raises(CourseError, match="ch02_four_stations.ipynb"):
+        publish(str(run_dir), chapters_dir=tmp_path, only=["ch02"])
+    with pytest.raises(CourseError, match="did not run ch03"):
+        publish(str(run_dir), chapters_dir=tmp_path, only=["ch01", "ch03"])
+    with pytest.raises(CourseError, match="re-verification failed"):  # ch01 passed; its (empty) file is re-verified
+        (run_dir / "ch01_origins.ipynb").write_text("{}")
+        publish(str(run_dir), chapters_dir=tmp_path, only=["ch01"])
