@@ -147,14 +147,24 @@ def _prod(values) -> int:
     return out
 
 
-_NODE_HEAD = re.compile(r"^(\w+): (\w+(?:\([\w,]*\))?)$", re.M)  # nested nodes of a fused one are indented
+_NODE_HEAD = re.compile(r"^(\w+): (\w+(?:\([\w,]*\))?)$", re.M)
+# A fused node's parts follow it, each after a line `op0_op1.snodes[0] =` (written flush left on the
+# torch versions we verify, although FusedSchedulerNode.debug_str_extra means to indent them; indented
+# lines are never read as heads).
+_PART_OF = re.compile(r"(\w+)\.snodes\[\d+\] =\s*$")
 
 
 def read_ir(text: str) -> list[IRNode]:
-    """Parse the scheduler nodes of an IR dump (``ir_pre_fusion.txt`` or ``ir_post_fusion.txt``) (ch18)."""
+    """Parse the scheduler nodes of an IR dump (``ir_pre_fusion.txt`` or ``ir_post_fusion.txt``) (ch18).
+
+    A fused node counts once: the nodes it is made of (``snodes``) are not listed beside it.
+    """
     heads = list(_NODE_HEAD.finditer(text))
     nodes = []
     for i, head in enumerate(heads):
+        before = text[:head.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        if _PART_OF.search(before):
+            continue
         chunk = text[head.end(): heads[i + 1].start() if i + 1 < len(heads) else len(text)]
         name = head.group(1)
         node = IRNode(name, head.group(2), _first(rf"{name}\.group\.iteration = (.*)", chunk) or "")

@@ -82,10 +82,22 @@ def test_loop_ir_inlines_an_unrealized_producer():
 
 
 def test_read_ir_counts_a_fused_node_once():
-    fused = "op0_op1: FusedSchedulerNode(SchedulerNode,SchedulerNode)\nop0_op1.writes = [MemoryDep('buf0', c0, {c0: 32})]\n" \
-            + "\n".join("    " + line for line in DUMP.splitlines())
+    # the layout torch 2.11-2.15 write: the parts follow `op0_op1.snodes[i] =` flush left
+    fused = ("op0_op1: FusedSchedulerNode(SchedulerNode,SchedulerNode)\n"
+             "op0_op1.writes = [MemoryDep('buf0', c0, {c0: 32}), MemoryDep('buf1', c0, {c0: 32})]\n"
+             "op0_op1.snodes[0] =\n" + DUMP + "\nop0_op1.snodes[1] =\n" + DUMP.replace("op0", "op1"))
     nodes = read_ir(fused)
     assert [n.name for n in nodes] == ["op0_op1"] and nodes[0].kind.startswith("FusedSchedulerNode(")
+    assert nodes[0].writes == ["buf0", "buf1"]
+    indented = fused.replace("\nop0:", "\n    op0:")  # what FusedSchedulerNode.debug_str_extra means to write
+    assert [n.name for n in read_ir(indented)] == ["op0_op1"]
+
+
+def test_a_real_horizontal_fusion_reads_as_one_node_after_fusion():
+    x = torch.randn(4, 8)
+    ir = loop_ir(lambda t: (t.sin(), t.cos()), x)
+    assert [n.name for n in ir.pre] == ["op0", "op1"]
+    assert [n.name for n in ir.post] == ["op0_op1"] and len(ir.code.kernels) == 1
 
 
 def test_loop_ir_can_stop_after_scheduling():
