@@ -3,14 +3,15 @@
 What runs without CUDA (the model, counting the ATen operators an eager step dispatches, the
 launch-overhead arithmetic) is tested on CPU; the rest needs a CUDA device. Private torch names
 (``torch.utils._python_dispatch.TorchDispatchMode``, ``torch._dynamo.utils.counters``,
-``torch._inductor.cudagraph_utils``) go through ``helpers.core.private.private``; all exist on torch
+``torch._inductor.cudagraph_utils``, ``torch._inductor.config``) go through ``helpers.core.private.private``; all exist on torch
 2.11, 2.13 and 2.15.
 """
 from __future__ import annotations
 
 import warnings
 from collections import Counter
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from ..core.private import private
 from ..dynamo.logs import capture_logs
@@ -91,30 +92,69 @@ def capture(fn, *static_inputs, warmup: int = 3):
     return graph, static_output
 
 
-def skipped(fn, *args, calls: int = 3):
-    """Compile ``fn`` with ``mode="reduce-overhead"``, call it, and return (skip messages, skip count) (ch25).
+@dataclass
+class SkipLog:
+    """The CUDA-graph skips of the compiles inside a ``skip_log()`` block: messages and count (ch25)."""
+
+    messages: list = field(default_factory=list)
+    count: int = 0
+
+
+@contextmanager
+def skip_log():
+    """Collect the CUDA-graph skip messages and the skip count of what compiles inside the block (ch25).
 
     The messages are what ``TORCH_LOGS="cudagraphs"`` prints (``log_cudagraph_skip_and_bump_counter`` in
-    ``torch/_inductor/cudagraph_utils.py``); the count is ``counters["inductor"]["cudagraph_skips"]``.
+    ``torch/_inductor/cudagraph_utils.py``); the count is ``counters["inductor"]["cudagraph_skips"]``'s
+    growth (from zero if the counters are cleared inside the block). A graph with no CUDA tensor is
+    counted but has no message: torch logs a skip only for graphs on a CUDA device.
     """
-    import torch
-
     private("torch._inductor.cudagraph_utils.format_default_skip_message")  # creates its artifact logger
     counters = private("torch._dynamo.utils.counters")
     before = counters["inductor"]["cudagraph_skips"]
+    log = SkipLog()
+    with capture_logs("cudagraphs", loggers=("torch._inductor.cudagraph_utils",)) as logs:
+        try:
+            yield log
+        finally:
+            after = counters["inductor"]["cudagraph_skips"]
+            log.messages = [m for m in logs.messages() if "skipping cudagraphs" in m]
+            log.count = after - before if after >= before else after
+
+
+def skipped(fn, *args, calls: int = 3):
+    """Compile ``fn`` with ``mode="reduce-overhead"``, call it, and return (skip messages, skip count) (ch25).
+
+    The messages and the count are ``skip_log()``'s.
+    """
+    import torch
+
     compiled = torch.compile(fn, mode="reduce-overhead")
-    with capture_logs("cudagraphs", loggers=("torch._inductor.cudagraph_utils",)) as logs, \
-            warnings.catch_warnings():
+    with skip_log() as log, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for _ in range(calls):
             compiled(*args)
-    messages = [m for m in logs.messages() if "skipping cudagraphs" in m]
-    return messages, counters["inductor"]["cudagraph_skips"] - before
+    return log.messages, log.count
 
 
 def skip_reason(message: str) -> str:
     """The first line of a skip message, up to its stack trace (ch25)."""
     return message.split(". Found from")[0].splitlines()[0].strip() if message else ""
+
+
+@contextmanager
+def keep_addmm():
+    """Compile inside the block with Inductor's pattern matcher off, so ``addmm`` stays one library call (ch25).
+
+    Among the pattern matcher's rewrites is ``unfuse_bias_add_to_pointwise``
+    (``torch/_inductor/fx_passes/post_grad.py``): on a GPU, an ``addmm`` whose users are all pointwise
+    becomes ``mm`` plus a pointwise kernel that adds the bias (fused with the ReLU). With the matcher off
+    the graph keeps eager's ``addmm``, so both run the same matrix-product kernel. The switch is
+    ``torch._inductor.config.pattern_matcher``, read at compile time: call the compiled function for the
+    first time inside the block.
+    """
+    with private("torch._inductor.config").patch(pattern_matcher=False):
+        yield
 
 
 def touch(t) -> str:

@@ -2,7 +2,17 @@
 import pytest
 import torch
 
-from helpers.runtime.cudagraphs import LaunchBudget, capture, eager_ops, mlp, same_pointer, skip_reason, touch
+from helpers.runtime.cudagraphs import (
+    LaunchBudget,
+    capture,
+    eager_ops,
+    keep_addmm,
+    mlp,
+    same_pointer,
+    skip_log,
+    skip_reason,
+    touch,
+)
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -26,6 +36,19 @@ def test_skip_reason_and_pointer_helpers():
     assert same_pointer(a, a) == "True" and same_pointer(a, a.clone()) == "False" and touch(a) == "ok"
 
 
+
+def test_skip_log_collects_what_inductor_logs_and_counts():
+    from torch._inductor.cudagraph_utils import log_cudagraph_skip_and_bump_counter
+
+    with skip_log() as log:
+        log_cudagraph_skip_and_bump_counter("skipping cudagraphs due to mutated inputs (1 instances)")
+    assert log.count == 1 and [skip_reason(m) for m in log.messages] == [
+        "skipping cudagraphs due to mutated inputs (1 instances)"]
+    with skip_log() as quiet:
+        pass
+    assert (quiet.messages, quiet.count) == ([], 0)
+
+
 @cuda
 def test_capture_and_replay_follow_new_inputs():
     model = mlp(depth=2, width=16, device="cuda")
@@ -36,3 +59,13 @@ def test_capture_and_replay_follow_new_inputs():
     graph.replay()
     with torch.no_grad():
         assert torch.allclose(out, model(new))
+
+
+def test_keep_addmm_switches_the_pattern_matcher_off_for_the_block_only():
+    from helpers.core.private import private
+
+    config = private("torch._inductor.config")
+    before = config.pattern_matcher
+    with keep_addmm():
+        assert config.pattern_matcher is False
+    assert config.pattern_matcher == before
