@@ -1,4 +1,4 @@
-"""Graph breaks: count compiles and restarts, find where a break happened, reorder prints (ch10).
+"""Graph breaks: count compiles and restarts, find where a break happened, read the log, reorder prints (ch10).
 
 Every private torch access of chapter 10 goes through ``helpers.core.private.private`` here:
 ``torch._dynamo.utils`` (``counters``, ``compilation_time_metrics``), ``torch._dynamo.explain`` and the
@@ -94,6 +94,70 @@ def compile_stats(fn, *args, backend="eager", **compile_kwargs) -> CompileStats:
 def first_line(text: str) -> str:
     """The first non-empty line of a (graph-break) message (ch10)."""
     return next((line.strip() for line in str(text).splitlines() if line.strip()), "")
+
+
+@dataclass
+class BreakRecord:
+    """One graph break as ``TORCH_LOGS="graph_breaks"`` reports it: where, what kind, why, what to try (ch10).
+
+    ``file``/``line``: the user code line Dynamo stopped at (the log's "Graph break in user code at");
+    ``title``: torch's name for the kind of break ("Failed to trace builtin operator", "Data-dependent
+    branching"); ``explanation`` and ``hints``: torch's own lines; ``skips_frame``: Dynamo gave up the
+    whole function, which then runs eagerly (a break inside a loop, or one it could not resume after);
+    ``stack``: the user code traceback as ``(file, line, function)``, outermost first.
+    """
+
+    file: str
+    line: int
+    title: str
+    explanation: str = ""
+    hints: list[str] = field(default_factory=list)
+    skips_frame: bool = False
+    stack: list[tuple[str, int, str]] = field(default_factory=list)
+    titles: list[str] = field(default_factory=list)  # every kind the message names (a skip adds its own)
+
+    def innermost_in(self, path: str) -> tuple[str, int, str] | None:
+        """The innermost traceback frame in the file ``path`` (the reader's own code), if any."""
+        import os
+
+        want = os.path.realpath(path)
+        return next((f for f in reversed(self.stack) if os.path.realpath(f[0]) == want), None)
+
+
+_BREAK_AT = re.compile(r"^Graph break in user code at (.+):(\d+)\s*$", re.M)
+_FRAME = re.compile(r'^\s*File "(.+)", line (\d+), in (\S+)\s*$')
+_PREAMBLES = ("Encountered graph break when attempting", "Failed to handle graph break gracefully")
+_SKIPS = ("Skipping the function and falling back to eager", "Skipping the frame", "graph break in loop")
+
+
+def parse_break(message: str) -> BreakRecord | None:
+    """A ``graph_breaks`` log message as a ``BreakRecord`` (None for a message of another shape) (ch10).
+
+    The message layout (torch 2.11, 2.13 and 2.15): "Graph break in user code at FILE:LINE", "Graph
+    Break Reason: ...", the kind of break on its own line followed by "  Explanation: ..." and
+    "  Hint: ..." lines, then "User code traceback:" and its ``File "...", line N, in fn`` frames.
+    """
+    head = _BREAK_AT.search(message)
+    if head is None:
+        return None
+    body, _, trace = message.partition("User code traceback:")
+    reason = body.split("Graph Break Reason:", 1)[-1]
+    lines = reason.splitlines()
+    titles = [lines[i].strip() for i in range(len(lines) - 1)
+              if lines[i].strip() and lines[i + 1].strip().startswith("Explanation:")]
+    title = titles[0] if titles else next(
+        (ln.strip() for ln in lines if ln.strip() and not ln.strip().startswith(_PREAMBLES)), first_line(reason))
+    explanation = next((ln.strip()[len("Explanation:"):].strip() for ln in lines
+                        if ln.strip().startswith("Explanation:")), "")
+    hints = list(dict.fromkeys(ln.strip()[len("Hint:"):].strip() for ln in lines if ln.strip().startswith("Hint:")))
+    stack = [(m.group(1), int(m.group(2)), m.group(3)) for ln in trace.splitlines() if (m := _FRAME.match(ln))]
+    return BreakRecord(head.group(1), int(head.group(2)), title, explanation, hints,
+                       any(s in message for s in _SKIPS), stack, titles)
+
+
+def break_records(messages) -> list[BreakRecord]:
+    """Every graph break among ``graph_breaks`` log messages (``capture_logs(...).messages("graph_breaks")``) (ch10)."""
+    return [r for r in (parse_break(m) for m in messages) if r is not None]
 
 
 OPS = ("x = x * 2", "x = x + 1", "x = torch.sin(x)", "x = x - 3")

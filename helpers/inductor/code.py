@@ -5,6 +5,7 @@ Part 3, chapters 17-23, reads it line by line).
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..core.private import private
@@ -40,6 +41,15 @@ class InductorOutput:
         return sum(1 for line in self.call_function().splitlines()
                    if any(re.search(rf"\b{re.escape(n)}(\.run)?\(", line) for n in names))
 
+    _LIBRARY_CALL = re.compile(r"\b(extern_kernels\.\w+|torch\.ops\.\w+\.\w+(?:\.\w+)?)\(")
+
+    @property
+    def extern_calls(self) -> list[str]:
+        """What the wrapper's ``call()`` runs besides generated kernels, one entry per call site: library
+        kernels such as ``extern_kernels.addmm`` and ``torch.ops.*`` operators (used by the triage, chapter 30)."""
+        return [m.group(1) for line in self.call_function().splitlines() if not line.strip().startswith("#")
+                for m in self._LIBRARY_CALL.finditer(line)]
+
     def call_function(self) -> str:
         """The body of the wrapper's ``call(args)`` function."""
         match = re.search(r"^( *)def call\((?:self, )?args\):\n", self.source, re.M)
@@ -73,6 +83,36 @@ def inductor_code(fn, *args, mode=None, dynamic=None, **kwargs):
     compiled = torch.compile(fn, mode=mode, dynamic=dynamic)
     result, sources = run_and_get_code(compiled, *args, **kwargs)
     return result, InductorOutput(list(sources))
+
+
+@contextmanager
+def collect_code():
+    """Collect the module Inductor writes for every graph it compiles (or loads from its cache) in the block.
+
+    Yields an ``InductorOutput`` whose ``sources`` fill as graphs compile, one module per graph (in the
+    order they compiled). Unlike ``inductor_code`` it compiles nothing and resets nothing, so it can watch
+    a compile the caller runs (``python -m helpers triage``; chapter 17 reads such a module). Hooks
+    ``torch._inductor.graph.GraphLowering.save_output_code``, the hook ``run_and_get_code`` uses; a hook
+    already set is still called.
+    """
+    lowering = private("torch._inductor.graph.GraphLowering")
+    out = InductorOutput([])
+    had = "save_output_code" in lowering.__dict__
+    before = lowering.__dict__.get("save_output_code")
+
+    def save(code: str) -> None:
+        out.sources.append(code)
+        if before is not None:
+            before(code)
+
+    lowering.save_output_code = save
+    try:
+        yield out
+    finally:
+        if had:
+            lowering.save_output_code = before
+        else:
+            del lowering.save_output_code
 
 
 class inject_codegen_bug:

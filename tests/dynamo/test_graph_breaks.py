@@ -7,6 +7,7 @@ import torch
 
 from helpers.dynamo.config import dynamo_setting
 from helpers.dynamo.graph_breaks import (
+    break_records,
     break_sites,
     breaks_and_output,
     compare_compiled,
@@ -15,6 +16,7 @@ from helpers.dynamo.graph_breaks import (
     error_on_graph_break,
     first_line,
     graph_break_function,
+    parse_break,
     print_at,
     reorderable,
 )
@@ -170,3 +172,38 @@ def test_compare_compiled():
 
     assert compare_compiled(loop_fixed, loop, x) == (True, True, 2)
     assert compare_compiled(lambda t: t * 3, loop, x)[:2] == (False, False)
+
+
+def _logged_breaks(fn, *args):
+    from helpers.dynamo.logs import capture_logs
+
+    with contextlib.redirect_stdout(io.StringIO()), capture_logs("graph_breaks") as logs:
+        compile_stats(fn, *args)
+    return break_records(logs.messages("graph_breaks"))
+
+
+def _line_of(fn, text):
+    import inspect
+
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, ln in enumerate(lines) if text in ln)
+
+
+def test_break_records_read_where_what_and_why_from_the_log():
+    [r] = _logged_breaks(f, torch.randn(4))
+    assert (r.file, r.line) == (__file__, _line_of(f, 'print("mid")')) and r.stack[-1][2] == "f"
+    assert r.title == "Failed to trace builtin operator" and "print" in r.explanation and r.hints
+    assert not r.skips_frame and r.innermost_in(__file__)[1] == r.line
+    [b] = _logged_breaks(branchy, torch.randn(4))
+    assert b.title == "Data-dependent branching" and b.line == _line_of(branchy, "if x.sum()")
+    [u] = _logged_breaks(big, torch.randn(4))  # the break sits in util; big's call of it is on the stack too
+    assert u.line == _line_of(util, "print") and [fr[2] for fr in u.stack][-2:] == ["big", "util"]
+
+
+def test_break_records_mark_a_break_in_a_loop_as_skipping_the_function():
+    [r] = _logged_breaks(loop, torch.randn(4))
+    assert r.skips_frame and "graph break in loop" in r.titles and r.line == _line_of(loop, "print")
+
+
+def test_parse_break_ignores_other_messages():
+    assert parse_break("Recompiling function f") is None and break_records(["", "x"]) == []

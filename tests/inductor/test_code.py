@@ -4,6 +4,7 @@ import torch
 from helpers.aot.operators import dispatched_ops
 from helpers.inductor.code import (
     InductorOutput,
+    collect_code,
     inductor_code,
     inductor_vec_isa,
     inject_codegen_bug,
@@ -59,3 +60,30 @@ def test_kernel_summary_reads_triton_and_cpp_kernels():
 def test_inductor_vec_isa_names_an_instruction_set():
     isa = inductor_vec_isa()
     assert isinstance(isa, str) and isa and isa == isa.lower()
+
+
+def test_collect_code_watches_a_compile_without_resetting_it():
+    from torch._inductor.graph import GraphLowering
+
+    from helpers.dynamo.state import clear_compile_state
+
+    clear_compile_state()
+    compiled = torch.compile(f)
+    x = torch.randn(256)
+    with collect_code() as code:
+        compiled(x)
+    assert [m for m in code.sources if "cpp_fused" in m] == code.sources and len(code.sources) == 1
+    assert code.kernels[0].startswith("cpp_fused") and code.launches == 1
+    with collect_code() as again:  # nothing compiles: the cached graph runs (collect_code reset nothing)
+        compiled(x)
+    assert again.sources == [] and GraphLowering.save_output_code is None
+
+
+def test_extern_calls_are_the_wrappers_calls_of_code_inductor_did_not_write():
+    src = ("def call(args):\n    buf0 = empty((4, 4))\n"
+           "    # Original ATen: [aten.addmm]\n"
+           "    extern_kernels.addmm(a, b, c, alpha=1, beta=1, out=buf0)\n"
+           "    cpp_fused_relu_0(buf0)\n"
+           "    buf1 = torch.ops.aten.sort.default(buf0)\n"
+           "    return (buf0, )\n")
+    assert InductorOutput([src]).extern_calls == ["extern_kernels.addmm", "torch.ops.aten.sort.default"]

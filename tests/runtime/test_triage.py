@@ -1,0 +1,188 @@
+"""Unit tests of helpers/runtime/triage.py (chapter 30): one planted problem per finding, in tests/runtime/triage_cases/.
+
+The cases that do not need Inductor compile with backend="eager" so the suite stays fast; the Inductor
+case goes end to end (kernels, the FX graph cache, CUDA-graph skips on a CPU).
+"""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers.runtime.recompiles import classify
+from helpers.runtime.triage import CHAPTERS, Call, describe, main, triage
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = Path(__file__).resolve().parent / "triage_cases"
+QUICK = {"rounds": 1, "repeats": 3}
+
+
+def line_of(case: str, text: str) -> int:
+    """The line number of the first line of a case file that contains ``text``."""
+    lines = (CASES / case).read_text().splitlines()
+    return next(i for i, ln in enumerate(lines, 1) if text in ln)
+
+
+def statuses(report) -> dict:
+    return {f.key: f.status for f in report.findings}
+
+
+def test_every_chapter_the_triage_names_is_a_chapter_of_the_course():
+    missing = [name for name in CHAPTERS.values() if not (ROOT / "sources" / f"{name}.md").exists()]
+    assert missing == []
+
+
+def test_a_graph_break_is_reported_at_the_readers_line_with_its_reason_and_chapter():
+    r = triage(CASES / "graph_break.py", backend="eager", **QUICK)
+    assert r.error is None and r.exit_code == 0 and statuses(r)["graph_breaks"] == "problem"
+    [b] = r.data["breaks"]
+    assert Path(b["file"]) == CASES / "graph_break.py" and b["line"] == line_of("graph_break.py", "print(")
+    assert b["title"] == "Failed to trace builtin operator" and "print" in b["explanation"]
+    assert r.data["graphs"] == 2 and len(r.data["guards"]) == 2  # forward and the resume function after the break
+    md = r.markdown()
+    site = next(ln for ln in md.splitlines() if f"graph_break.py:{b['line']}" in ln)
+    assert site.endswith("(ch10_graph_breaks)")
+    # every finding's lines name a chapter, and the sections come in the order a reader debugs
+    keys = [f.key for f in r.findings]
+    assert keys == ["result", "graph_breaks", "recompiles", "guards", "compile_time", "steady_time", "cudagraphs",
+                    "kernels"]
+    assert all(ln.chapter in CHAPTERS for f in r.findings for ln in f.lines)
+
+
+def test_a_break_inside_a_loop_costs_the_whole_function():
+    r = triage(CASES / "break_in_loop.py", backend="eager", **QUICK)
+    [b] = r.data["breaks"]
+    assert b["skips_frame"] and r.data["graphs"] == 0 and r.data["guards"] == {}
+    assert "gave up on the whole function" in r.finding("graph_breaks").lines[0].text
+
+
+def test_recompiles_over_variants_name_the_guard_that_failed():
+    r = triage(CASES / "recompile.py", backend="eager", **QUICK)
+    rows = r.data["variants"]
+    assert [row["recompiles"] for row in rows] == [1, 1, 0]  # tanh, sigmoid: new values; relu: the first entry
+    assert all("name ==" in row["reason"] and classify(row["reason"]) == "constant" for row in rows[:2])
+    f = r.finding("recompiles")
+    assert f.status == "problem" and "reused a compiled graph" in f.lines[-1].text
+    assert r.data["bet"]["recompiles"] == 2
+
+
+def test_past_the_recompile_limit_nothing_compiles_and_the_report_says_so():
+    from helpers.dynamo.config import dynamo_setting
+
+    limit = dynamo_setting("recompile_limit")
+    r = triage(CASES / "recompile_limit.py", backend="eager", **QUICK)
+    rows = r.data["variants"]
+    assert len(rows) > limit  # the case makes more new values than the limit allows
+    refused = [row["variant"] for row in rows if row["limit_hit"]]
+    assert refused == [limit] and r.data["bet"]["recompiles"] == limit - 1  # entry 1 is the first call's
+    f = r.finding("recompiles")
+    assert f.status == "problem" and any(ln.chapter == "recompile_limit" for ln in f.lines)
+    assert all(not row["compiled"] for row in rows[limit:])
+
+
+def test_a_new_batch_size_recompiles_once_then_the_dynamic_graph_is_reused():
+    r = triage(CASES / "shapes.py", backend="eager", **QUICK)
+    rows = r.data["variants"]
+    assert [row["recompiles"] for row in rows] == [1, 0] and "size mismatch" in rows[0]["reason"]
+    f = r.finding("recompiles")
+    assert f.status == "note" and any(ln.chapter == "shapes" for ln in f.lines)
+
+
+def test_a_model_too_small_to_gain_is_not_faster_and_loses_the_bet():
+    # backend="eager" runs the same ATen operator as eager plus Dynamo's guard check and wrapper, so the
+    # compiled call is slower on any machine
+    r = triage(CASES / "not_faster.py", backend="eager", rounds=3, repeats=5)
+    d = r.data
+    assert d["compiled_s"] > d["eager_s"] and statuses(r)["steady_time"] == "problem"
+    assert d["bet"]["break_even_calls"] is None and r.bet.startswith("compiling never pays off")
+    assert d["first_call_s"] > d["compiled_s"] and d["clock"].startswith("CPU time per call (one thread)")
+
+
+def test_inputs_that_do_not_match_the_model_stop_the_triage_before_compiling():
+    r = triage(CASES / "mismatch.py", backend="eager", **QUICK)
+    assert r.exit_code == 2 and r.error["kind"] == "inputs" and "mat1 and mat2" in r.error["message"]
+    assert [f.key for f in r.findings] == ["error"] and "before any compiling" in r.markdown()
+
+
+def test_a_function_that_raises_is_shown_with_its_line():
+    r = triage(CASES / "raises.py", **QUICK)
+    assert r.error["kind"] == "function" and "ValueError: no checkpoint found" in r.error["message"]
+    assert r.error["where"].startswith(f"raises.py:{line_of('raises.py', 'raise ValueError')} in example")
+
+
+def test_a_missing_file_a_missing_function_and_a_wrong_return_are_clear_errors(tmp_path):
+    r = triage(tmp_path / "nothere.py", **QUICK)
+    assert r.error["kind"] == "file" and "no such file" in r.error["message"] and r.exit_code == 2
+    r = triage(CASES / "graph_break.py", "build", **QUICK)
+    assert r.error["kind"] == "function" and "it defines: example" in r.error["message"]
+    bad = tmp_path / "bad.py"
+    bad.write_text("import torch\n\ndef example():\n    return torch.nn.Linear(2, 2)\n")
+    r = triage(bad, **QUICK)
+    assert r.error["kind"] == "function" and "must return (model, inputs)" in r.error["message"]
+    variant = tmp_path / "variant.py"
+    variant.write_text("import torch\n\ndef example():\n    m = torch.nn.Linear(2, 2)\n"
+                       "    return m, torch.randn(3, 2), [torch.randn(3, 5)]\n")
+    r = triage(variant, **QUICK)
+    assert r.error["kind"] == "inputs" and "input variant 1 (float32[3, 5])" in r.error["message"]
+
+
+def test_a_model_that_fails_to_compile_still_gets_its_report(tmp_path):
+    # torch's planted backend raises on torch.relu, as chapter 27's minifier demonstration does
+    out = tmp_path / "report"
+    rc = main([f"{CASES / 'relu_model.py'}:example", "--backend", "relu_compile_error_TESTING_ONLY",
+               "--out", str(out), "--rounds", "1", "--repeats", "3"])
+    data = json.loads((out / "triage.json").read_text())
+    assert rc == 1 and data["exit_code"] == 1 and data["error"]["kind"] == "compile"
+    assert "ReluCompileError" in data["error"]["detail"] and "ReluCompileError" in (out / "triage.md").read_text()
+    assert [rung["result"] == "ok" for rung in data["data"]["ladder"]] == [True, True, False]
+    assert data["findings"][0]["lines"][1]["chapter"] == "ch27_debugging"
+
+
+def test_a_compiled_result_that_differs_from_eager_is_the_first_problem():
+    # torch's planted backend rewrites relu(x) as x + 1: every output that eager clamps to >= 0 moves by 1
+    r = triage(CASES / "relu_model.py", backend="relu_accuracy_error_TESTING_ONLY", **QUICK)
+    assert r.error is None and statuses(r)["result"] == "problem" and r.data["max_abs_difference"] >= 1 - 1e-6
+    assert "accuracy minifier" in r.findings[0].lines[0].text
+
+
+def test_a_model_that_writes_into_its_input_is_compared_from_the_same_input_values():
+    r = triage(CASES / "mutates_input.py", backend="eager", **QUICK)
+    assert r.error is None and statuses(r)["result"] == "ok" and r.data["max_abs_difference"] == 0
+
+
+def test_inductor_end_to_end_kernels_cache_and_cuda_graph_skips_on_a_cpu():
+    r = triage(CASES / "fused.py", mode="reduce-overhead", no_grad=True, **QUICK)
+    d = r.data
+    assert r.error is None and statuses(r)["result"] == "ok" and d["graphs"] == 1
+    [kernels] = d["kernels_first"]
+    assert len(kernels) == 1 and kernels[0].startswith("cpp_fused") and d["launches_first"] == [1]
+    assert d["library_calls_first"] == [[]]  # pointwise work only: no matrix product or other library call
+    assert d["kernel_language"] == "c++" and sum(d["eager_ops"].values()) == 4  # sin, cos, mul, add
+    assert d["fx_graph_cache"]["hit"] + d["fx_graph_cache"]["miss"] == 1
+    assert d["stations_s"]["Inductor: lower, schedule, write code"] > 0
+    # on a CPU, reduce-overhead has no CUDA kernels to record: Inductor counts the skip, logs no reason
+    assert d["cudagraph_skips"] == {"count": 1, "reasons": []} and statuses(r)["cudagraphs"] == "not checked"
+
+
+def test_describe_and_call():
+    import torch
+
+    assert describe(torch.zeros(2, 3, dtype=torch.float16)) == "float16[2, 3]"
+    assert Call((torch.ones(1), 2), {"k": "v"}).describe() == "float32[1], 2, k='v'"
+
+
+def test_the_command_line_dispatches_triage_and_lists_it_in_the_help():
+    top = subprocess.run([sys.executable, "-m", "helpers", "--help"], cwd=ROOT, capture_output=True, text=True)
+    assert top.returncode == 0 and "triage FILE.py[:FUNCTION]" in " ".join(top.stdout.split())
+    run = subprocess.run([sys.executable, "-m", "helpers", "triage", str(CASES / "nothere.py")], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert run.returncode == 2 and "no such file" in run.stderr and "## 1. The file — ERROR" in run.stdout
+
+
+@pytest.mark.parametrize("case", ["graph_break.py", "shapes.py"])
+def test_the_json_report_is_plain_data(case):
+    r = triage(CASES / case, backend="eager", **QUICK)
+    data = json.loads(json.dumps(r.as_json(), default=str))
+    assert data["exit_code"] == 0 and all(ln["chapter"] in CHAPTERS.values()
+                                          for f in data["findings"] for ln in f["lines"])
