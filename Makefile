@@ -58,7 +58,7 @@ run: setup
 	$(PY) -m helpers run $(CHAPTERS) --out $(RUN_DIR) --jobs $(JOBS)
 
 publish: setup
-	$(PY) -m helpers publish $(RUN_DIR)
+	$(PY) -m helpers publish $(RUN_DIR) $(CHAPTERS)
 
 # On a machine with network: the wheels a GPU machine needs to run the chapters (papermill, nbclient,
 # ipykernel, ipywidgets, nbformat and their requirements; never torch) for Python $(GPU_PYTHON) → $(BUNDLE)/.
