@@ -126,3 +126,11 @@ def test_a_chapter_with_gpu_bands_for_the_h200_only_says_what_other_gpus_get(cha
     device = device[device.find("**Device:**"):].split("\n\n")[0]
     if h200_only:
         assert "T4" in device and '"no band"' in device, f"{chapter}: sm90-only bands, Device paragraph: {device[:200]}"
+
+
+@pytest.mark.parametrize("chapter", list(CHAPTERS))
+def test_a_chapter_has_one_title_and_it_carries_its_number(chapter):
+    cells = json.loads(CHAPTERS[chapter].read_text())["cells"]
+    titles = [line for c in cells if c["cell_type"] == "markdown"
+              for line in "".join(c["source"]).splitlines() if line.startswith("# ")]
+    assert len(titles) == 1 and titles[0].startswith(f"# {int(chapter[2:])}. "), titles
