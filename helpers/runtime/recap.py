@@ -82,6 +82,9 @@ MAP: list[Gathered] = [
     G("ch19", "epilogue_shared", "fast", "series_epilogue_shared", "fusion score: bytes a reduction shares with its epilogue", "d"),
     G("ch20", "C_eager_over_schedule", "fast", None, "softmax: eager bytes ÷ the fused schedule's", ".2f"),
     # fast: CUDA graphs remove launch overhead
+    G("ch21", "tile_programs", "fast", "series_grid", "a pointwise Triton kernel of 1M elements: programs at XBLOCK 1024", "d"),
+    G("ch21", "split_launches", "fast", "series_split_launches", "a global sum of 4096²: launches of the split reduction", "d"),
+    G("ch22", "simd_step", "fast", None, "C++ vector loop: float32 elements per step (the CPU decides)", "d"),
     G("ch25", "gpu_busy_b8", "fast", None, "share of an eager step the GPU computes, batch 8", ".2f"),
     G("ch25", "replay_speedup", "fast", "series_replay_speedup", "CUDA graph replay vs eager, batch 8", ".2f"),
     G("ch25", "ro_vs_eager_b8", "fast", "series_ro_vs_eager_b8", "reduce-overhead vs eager, batch 8", ".2f"),
@@ -105,6 +108,10 @@ MAP: list[Gathered] = [
     G("ch26", "case1_graphs", "slow", "series_case1_graphs", "a global step counter: graphs before the limit", "d"),
     # slow: CUDA graphs not used
     G("ch25", "mutation_reason", "slow", "series_mutation_reason", "reduce-overhead on an input mutation", ""),
+    G("ch25", "gemm_slowdown", "slow", None, "reduce-overhead's matrix product vs eager's (cuBLAS kernel), batch 8", ".1f"),
+    G("ch24", "cold_first_s", "slow", "series_cold_s", "cold cache: first call in a new process", ".2f"),
+    G("ch24", "n768_fx_miss", "slow", None, "a new shape (n = 768): FX graph cache misses", "d"),
+    G("ch24", "cppw_fx_miss", "slow", None, "a setting changed (cpp_wrapper): FX graph cache misses", "d"),
     # fix: count breaks
     G("ch10", "fullgraph_error", "fix", None, "fullgraph=True turns a break into an error", ""),
     G("ch10", "reorder_graphs", "fix", None, "a reorderable print: graphs", "d"),
@@ -124,6 +131,9 @@ MAP: list[Gathered] = [
     G("ch27", "dump_graph_dirs", "fix", "series_dump_graph_dirs", "TORCH_COMPILE_DEBUG: graph folders for one break", "d"),
     G("ch27", "mini_steps", "fix", "series_mini_steps", "the minifier: shrinking steps to the failing node", "d"),
     G("ch25", "fixed_skips", "fix", None, "reduce-overhead after returning a new tensor: skips", "d"),
+    G("ch25", "ro_keep_vs_eager", "fix", None, "reduce-overhead with addmm kept vs eager, batch 8", ".1f"),
+    G("ch24", "warm_first_s", "fix", "series_warm_s", "warm disk cache: first call in a new process", ".2f"),
+    G("ch24", "warm_work_vs_cold", "fix", None, "compile work left with a warm cache, ÷ cold", ".2f"),
 ]
 del G
 
