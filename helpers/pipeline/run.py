@@ -128,9 +128,12 @@ def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: floa
         result.status = "timeout"
         result.problems.insert(0, f"timed out after {timeout:.0f} s (raise --timeout, or make the "
                                   f"chapter's quick scale smaller)")
-    elif proc.returncode != 0 and result.ok:
+    elif proc.returncode != 0:
+        # a kernel that died (a crash in native code) leaves no error output in the notebook: without
+        # this line the report would only list the glue its unexecuted cells never wrote
         result.status = "error"
-        result.problems.append(f"papermill exited with {proc.returncode}:\n{(log or '')[-2000:]}")
+        result.problems.insert(0, f"papermill exited with {proc.returncode} (an error, or the kernel died):\n"
+                                  f"{(log or '')[-2000:]}")
     return result
 
 

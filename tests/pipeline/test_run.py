@@ -148,3 +148,11 @@ def test_on_a_gpu_chapters_marked_alone_run_after_the_others_one_at_a_time(noteb
     # one job at a time is already alone; a CPU run times thread CPU time, which neighbours do not inflate
     assert schedule([timed, plain], "cuda", jobs=1) == ([timed, plain], [])
     assert schedule([timed, plain], "cpu", jobs=2) == ([timed, plain], [])
+
+
+def test_a_kernel_that_dies_is_reported_as_such_not_only_as_missing_glue(notebook_factory, tmp_path):
+    nb = notebook_factory("ch99_dies.ipynb", "import os\nos._exit(3)",
+                          prose="It took {glue:text}`never_glued:.1f` ms.")
+    result = run_one(nb, tmp_path / "out")
+    assert result.status == "error" and "kernel died" in result.problems[0]
+    assert any("never_glued" in p for p in result.problems)
