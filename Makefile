@@ -61,12 +61,12 @@ publish: setup
 	$(PY) -m helpers publish $(RUN_DIR) $(CHAPTERS)
 
 # On a machine with network: the wheels a GPU machine needs to run the chapters (papermill, nbclient,
-# ipykernel, ipywidgets, nbformat and their requirements; never torch) for Python $(GPU_PYTHON) → $(BUNDLE)/.
+# ipykernel, ipywidgets, nbformat, jupytext (publish reads the text sources) and their requirements; never torch) for Python $(GPU_PYTHON) → $(BUNDLE)/.
 gpu-bundle: setup
 	rm -rf $(BUNDLE)
 	$(PY) -m pip download -q --only-binary=:all: --python-version $(GPU_PYTHON) --implementation cp \
 	    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-	    --platform manylinux1_x86_64 -d $(BUNDLE) papermill ipykernel ipywidgets nbclient nbformat
+	    --platform manylinux1_x86_64 -d $(BUNDLE) papermill ipykernel ipywidgets nbclient nbformat jupytext
 	@ls $(BUNDLE) | wc -l | xargs echo "gpu-bundle: wheels in $(BUNDLE)/:"
 
 # On the GPU machine (torch preinstalled, no network needed): install what is missing from $(BUNDLE)/,
