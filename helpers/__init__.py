@@ -20,15 +20,21 @@ What a notebook may use (the documented surface; a test keeps the chapters to it
   helpers.aot       Part 2, chapters 12-16    forward_backward (12), functionalization (13),
                                               decompositions (14), partitioner (15), fake (16),
                                               graphs, operators
-  helpers.inductor  Part 3, chapters 17-23    code, traffic
-  helpers.runtime   Part 4, chapters 24-30    caches, compile_time
+  helpers.inductor  Part 3, chapters 17-23    stages (17), lowering (18), scheduler (19),
+                                              fusion (20), triton_kernels (21), cpp_backend (22),
+                                              autotune (23), code, traffic
+  helpers.runtime   Part 4, chapters 24-30    cache_layers (24), cudagraphs (25), recompiles (26),
+                                              toolbox (27), backends (28), export_aoti (29),
+                                              recap (30), triage (``python -m helpers triage``),
+                                              bet, caches, compile_time
   ================  ========================  =====================================================
 
   Private ``torch._dynamo`` / ``torch._functorch`` / ``torch._inductor`` names are reached only inside
   these subpackages, through ``helpers.core.private.private``.
 
 Not for notebooks: ``helpers.core`` (the machinery behind the names above; it never imports a station)
-and ``helpers.pipeline`` (``python -m helpers``: run, verify, publish, lint, guide).
+and ``helpers.pipeline`` (``python -m helpers``: run, verify, merge, publish, lint, guide, verification,
+student, grade; ``triage`` is the runtime station's).
 """
 from .core import exercises, plots, timing, widgets
 from .core.env import CourseError, require_torch

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from .figures import GLUE_PREFIX, META_KEY, RECORDED, REPLAYED, _display, _plain, check_mark, format_value, with_unit
 from .state import STATE, current_env
+from .text import show_markdown
 
 CANONICAL_DIR = Path(__file__).resolve().parent.parent / "canonical"
 
@@ -63,18 +64,7 @@ def table(rows: list[tuple], chapter: str | None = None):
     mine = {name: {"value": f.value, "unit": f.unit, "status": f.status, "rule": f.rule, "note": f.note}
             for name, f in RECORDED.items()}
     text = render_table(spec, REFERENCES, record["figures"], record.get("env") or None, mine, env)
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-
-        if get_ipython() is not None:
-            display({"text/markdown": text, "text/plain": text}, raw=True,
-                    metadata={TABLE_META_KEY: {"rows": spec, "chapter": chapter}})
-            return None
-    except ImportError:
-        pass
-    print(text)
-    return None
+    show_markdown(text, metadata={TABLE_META_KEY: {"rows": spec, "chapter": chapter}})
 
 
 def run_label(env: dict | None) -> str:

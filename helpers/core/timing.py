@@ -156,16 +156,7 @@ def kernel_table(kernels: list[tuple[str, float]], calls: int) -> dict[str, tupl
 
 def kernels_per_call(fn, *args, repeats: int = 5) -> float:
     """Average number of device kernels one call launches (CUDA only; profiler)."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    fn(*args)
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA], acc_events=True) as prof:
-        for _ in range(repeats):
-            fn(*args)
-        torch.cuda.synchronize()
-    return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA) / repeats
+    return sum(n for n, _ in kernel_times(fn, *args, repeats=repeats).values())
 
 
 def first_call(fn, *args) -> float:

@@ -1,17 +1,22 @@
 """Dynamo's compile state, read and reset: the one module every Dynamo chapter uses (ch01-ch11).
 
-``clear_compile_state`` forgets compiled frames; ``GraphRecorder`` / ``capture_graphs`` record the FX graphs
+``clear_compile_state`` forgets compiled frames, ``fresh_compile_cache`` gives a block an empty on-disk
+cache too (ch02, ch22, ch24); ``GraphRecorder`` / ``capture_graphs`` record the FX graphs
 Dynamo hands a backend; ``cache_entries`` / ``transformed_code`` read what Dynamo stores on a code object
 (ch03, ch06); ``explain`` reports graphs and breaks as plain data (ch01, ch10). Works on torch 2.11, 2.13
 and 2.15.
 """
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 import types
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from ..core.env import CourseError
+from ..core.env import CourseError, cache_root, use_cache_dir
 from ..core.private import private
 
 
@@ -22,6 +27,32 @@ def clear_compile_state() -> None:
         private("torch._inductor.utils.clear_caches")()
     except CourseError:
         pass  # older/newer torch: reset() alone is enough for the course's experiments
+
+
+@contextmanager
+def fresh_compile_cache(prefix: str = "course_cold_"):
+    """A brand-new, empty Inductor/Triton cache for the block, for measuring cold compiles (ch02).
+
+    Compiled frames and in-memory modules are forgotten on entry and exit, and the caller's cache
+    variables are restored after. Inductor's precompiled C++ headers live under $TMPDIR (the runner
+    gives each run its own), not in this cache: a 'cold' CPU compile here excludes that one-off cost
+    once an earlier compile of the run has built them.
+    """
+    saved = {k: os.environ.get(k) for k in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=prefix, dir=root) as tmp:
+        use_cache_dir(tmp)
+        clear_compile_state()
+        try:
+            yield Path(tmp)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            clear_compile_state()
 
 
 def counters() -> dict:

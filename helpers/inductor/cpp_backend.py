@@ -16,7 +16,6 @@ import os
 import re
 import shlex
 import sys
-import tempfile
 import time
 import types
 import warnings
@@ -25,9 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core import timing
-from ..core.env import cache_root, use_cache_dir
 from ..core.private import private
-from ..dynamo.state import clear_compile_state
+from ..dynamo.state import clear_compile_state, fresh_compile_cache
 
 
 # --------------------------------------------------------------------------------------------- the ISA
@@ -367,26 +365,6 @@ def lane_steps(lanes: int) -> int:
 # ------------------------------------------------------------------------------------------ the build
 
 
-@contextmanager
-def _fresh_cache():
-    """An empty Inductor cache for the block (what ``helpers.fresh_compile_cache`` does, at this station)."""
-    saved = {k: os.environ.get(k) for k in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
-    root = cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="course_ch22_", dir=root) as tmp:
-        use_cache_dir(tmp)
-        clear_compile_state()
-        try:
-            yield Path(tmp)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-            clear_compile_state()
-
-
 @dataclass
 class Command:
     """One compiler run: its command line and how long it took (wall seconds)."""
@@ -509,7 +487,7 @@ def build_and_capture(fn, *args, precompiled_headers: bool = True) -> tuple[obje
             line = cmd_line if isinstance(cmd_line, str) else " ".join(cmd_line)
             commands.append(Command(line, time.perf_counter() - t0))
 
-    with _fresh_cache() as cache:
+    with fresh_compile_cache(prefix="course_ch22_") as cache:
         builder.run_compile_cmd = recording
         try:
             with config.patch(compile_threads=1, cpp_cache_precompile_headers=precompiled_headers):

@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.env import REPO_ROOT
-from ..core.figures import GLUE_PREFIX, META_KEY, REPLAYED, _display, check_mark, with_unit
-from ..core.numbers import CANONICAL_DIR, reference
+from ..core.figures import GLUE_PREFIX, META_KEY, REPLAYED, _display, check_mark
+from ..core.numbers import CANONICAL_DIR, _fmt, reference
+from ..core.text import show_markdown
 
 ROLES = ("fast", "slow", "fix")
 ROLE_TITLES = {"fast": "Fast: what compiled code gains, and where",
@@ -320,16 +321,6 @@ def value(rows: list[Row], chapter: str, figure: str):
     raise KeyError(f"{chapter}/{figure} is not declared in MAP")
 
 
-def _fmt(value, fmt: str, unit: str) -> str:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and fmt:
-        text = format(value, fmt)
-    elif isinstance(value, float):
-        text = f"{value:.4g}"
-    else:
-        text = str(value)
-    return with_unit(text, value, unit)
-
-
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -368,17 +359,7 @@ def map_markdown(rows: list[Row]) -> str:
 
 def show_map(rows: list[Row]) -> None:
     """Display the map's tables as a Markdown output (rendered as MyST in the book) (ch30)."""
-    text = map_markdown(rows)
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-
-        if get_ipython() is not None:
-            display({"text/markdown": text, "text/plain": text}, raw=True)
-            return
-    except ImportError:
-        pass
-    print(text)
+    show_markdown(map_markdown(rows))
 
 
 @dataclass
@@ -477,17 +458,7 @@ def dashboard_markdown(results: list[tuple]) -> str:
 
 def show_dashboard(results: list[tuple]) -> None:
     """Display the dashboard table as a Markdown output (ch30)."""
-    text = dashboard_markdown(results)
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-
-        if get_ipython() is not None:
-            display({"text/markdown": text, "text/plain": text}, raw=True)
-            return
-    except ImportError:
-        pass
-    print(text)
+    show_markdown(dashboard_markdown(results))
 
 
 # ------------------------------------------------------------------------------------ the triage drill
