@@ -6,7 +6,8 @@ import pytest
 from conftest import ROOT, chromium
 
 RAW_ROLE = re.compile(r"\{(?:glue|doc|ref|numref|term|eq|index|cite)(?::\w+)?\}")
-TRACEBACK = re.compile(r"Traceback \(most recent call last\)|class=\"[^\"]*\b(?:output traceback|output stderr|stderr)\b")
+# a class of its own, not part of another (a cell tagged remove-stderr has the class tag_remove-stderr)
+TRACEBACK = re.compile(r"Traceback \(most recent call last\)|class=\"[^\"]*(?<![\w-])(?:output traceback|output stderr|stderr)\b")
 
 
 def pages(html_dir):
@@ -30,6 +31,11 @@ def test_book_builds_without_warnings(built_book):
     from helpers.pipeline.student import book_chapters
 
     assert len(chapter_pages(built_book["html"])) == len(book_chapters())
+
+
+def test_the_stderr_check_sees_an_output_not_a_tag():
+    assert TRACEBACK.search('<div class="output stderr highlight">') and TRACEBACK.search('<div class="stderr">')
+    assert not TRACEBACK.search('<div class="cell tag_remove-stderr docutils container">')
 
 
 @pytest.mark.book
