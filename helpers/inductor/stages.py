@@ -157,7 +157,7 @@ class Wrapper:
     """What the wrapper's ``call(args)`` does, counted line by line (ch17)."""
 
     text: str
-    asserts: int        # assert_size_stride(...) on the inputs
+    asserts: int        # inputs whose size and stride call() checks (assert_size_stride, or grouped)
     allocations: int    # empty_strided_cpu / empty_strided_cuda buffers
     launches: int       # calls of a generated kernel
     dels: int           # early `del` of references
@@ -169,9 +169,20 @@ def read_wrapper(code: InductorOutput) -> Wrapper:
     body = code.call_function()
     lines = [line.strip() for line in body.splitlines()]
     ret = next((line for line in reversed(lines) if line.startswith("return")), "")
-    return Wrapper(body, sum(line.startswith("assert_size_stride(") for line in lines),
+    return Wrapper(body, _inputs_checked(lines),
                    sum(bool(re.match(r"\w+ = empty_strided_\w+\(", line)) for line in lines),
                    code.launches, sum(line.startswith("del ") for line in lines), ret)
+
+
+def _inputs_checked(lines: list[str]) -> int:
+    """Inputs the wrapper checks: one per ``assert_size_stride(x, ...)``, and on torch 2.15 the tensors of
+    one ``assert_size_stride_grouped((x, y), sizes, strides, 'input')`` (ch17)."""
+    n = sum(line.startswith("assert_size_stride(") for line in lines)
+    for line in lines:
+        m = re.match(r"assert_size_stride_grouped\(\(([^()]*)\)", line)
+        if m:
+            n += len([t for t in m.group(1).split(",") if t.strip()])
+    return n
 
 
 @dataclass

@@ -61,6 +61,14 @@ def test_read_wrapper_counts_a_triton_wrapper():
     assert w.text.count(".run(") == 1
 
 
+def test_read_wrapper_counts_the_inputs_of_a_grouped_check():
+    grouped = CUDA_WRAPPER.replace("assert_size_stride(", "# was: assert_size_stride(")
+    grouped = grouped.replace("        args.clear()\n", "        args.clear()\n"
+                              "        assert_size_stride_grouped((arg0_1, arg1_1), ((8, ), (8, )), ((1, ), (1, )), 'input')\n", 1)
+    assert "assert_size_stride_grouped" in grouped
+    assert read_wrapper(InductorOutput([grouped])).asserts == 2
+
+
 def test_cpp_loop_reads_pragma_and_step():
     src = '''
 k = async_compile.cpp_pybinding(['const float*'], r\'\'\'
