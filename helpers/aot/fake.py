@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from ..core import timing
 from ..core.private import private
+from ..dynamo.logs import capture_logs
 from ..dynamo.state import clear_compile_state
 
 
@@ -144,18 +145,6 @@ def aot_view(fn, *args) -> GraphView:
     return seen[0]
 
 
-class _Lines(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record):
-        try:
-            self.lines.append(record.getMessage())
-        except Exception:  # a record that cannot format itself is not worth failing a chapter for
-            pass
-
-
 def graph_input_log(fn, *args) -> list[str]:
     """The ``create_graph_input`` lines Dynamo logs at DEBUG (``TORCH_LOGS="+dynamo"``) compiling ``fn`` (ch16).
 
@@ -165,20 +154,10 @@ def graph_input_log(fn, *args) -> list[str]:
     import torch
 
     private("torch._dynamo.output_graph")  # the module whose logger writes the line
-    logger = logging.getLogger("torch._dynamo.output_graph")
-    handler = _Lines()
-    saved = (logger.level, logger.propagate)
-    logger.setLevel(logging.DEBUG)
-    logger.propagate = False
-    logger.addHandler(handler)
-    try:
+    with capture_logs(loggers=("torch._dynamo.output_graph",), level=logging.DEBUG) as logs:
         clear_compile_state()
         torch.compile(fn, backend="eager")(*args)
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(saved[0])
-        logger.propagate = saved[1]
-    return [line for line in handler.lines if line.startswith("create_graph_input")]
+    return [line for line in logs.messages() if line.startswith("create_graph_input")]
 
 
 def compile_error(fn, *args, **compile_kwargs) -> tuple[str, str]:

@@ -67,12 +67,13 @@ def artifact_loggers(artifact: str) -> list[logging.Logger]:
 
 
 @contextlib.contextmanager
-def capture_logs(*artifacts: str, loggers: tuple[str, ...] = ()):
+def capture_logs(*artifacts: str, loggers: tuple[str, ...] = (), level: int = logging.WARNING):
     """Collect torch logging artifacts (``"graph_breaks"``, ``"recompiles"``, ``"guards"``...) into a ``Logs`` (ch04).
 
     The artifacts are switched on for the block and their messages collected instead of printed.
-    ``loggers`` adds plain logger names (their warnings, e.g. ``torch._dynamo.convert_frame``'s
-    recompile-limit warning). On exit, each logger's level, propagation and handlers, and each
+    ``loggers`` adds plain logger names, collected from ``level`` up (their warnings by default, e.g.
+    ``torch._dynamo.convert_frame``'s recompile-limit warning; ``logging.DEBUG`` for what ``TORCH_LOGS="+..."``
+    would print, as chapters 16 and 23 read). On exit, each logger's level, propagation and handlers, and each
     artifact's switch, are restored to what they were: the reader's own log settings stay.
     """
     registry = private("torch._logging._internal.log_registry")
@@ -95,7 +96,7 @@ def capture_logs(*artifacts: str, loggers: tuple[str, ...] = ()):
     for lg in targets:
         lg.setLevel(logging.DEBUG)
     for lg in plain:
-        lg.setLevel(min(lg.level or logging.WARNING, logging.WARNING))
+        lg.setLevel(min(lg.level or level, level))
     for lg in targets + plain:
         lg.addHandler(collector)
         lg.propagate = False  # collected, not printed: the notebook shows what it discusses

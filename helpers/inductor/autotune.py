@@ -30,7 +30,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from ..core.private import private
-from ..dynamo.logs import silence
+from ..dynamo.logs import capture_logs, silence
 from .code import InductorOutput, collect_code
 
 CD_LOGGER = "torch._inductor.runtime.coordinate_descent_tuner"
@@ -269,33 +269,15 @@ def watch_selections(sink: list):
             cache.feedback_saver_fns.remove(feedback)
 
 
-class _Lines(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record):
-        try:
-            self.lines.extend(record.getMessage().splitlines())
-        except Exception:  # noqa: BLE001 - a record that cannot format itself
-            pass
-
-
 @contextlib.contextmanager
 def descent_logging():
     """Collect the coordinate-descent tuner's DEBUG log (what ``TORCH_LOGS`` would print) for the block (ch23)."""
-    logger = logging.getLogger(CD_LOGGER)
-    handler = _Lines()
-    saved = (logger.level, logger.propagate)
-    logger.setLevel(logging.DEBUG)
-    logger.propagate = False
-    logger.addHandler(handler)
-    try:
-        yield handler.lines
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(saved[0])
-        logger.propagate = saved[1]
+    with capture_logs(loggers=(CD_LOGGER,), level=logging.DEBUG) as logs:
+        lines: list[str] = []
+        try:
+            yield lines
+        finally:
+            lines.extend(logs.lines())
 
 
 def _sync(args):
