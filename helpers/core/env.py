@@ -16,6 +16,18 @@ SUPPORTED_TORCH = ("2.11",)  # the oldest torch the course runs on
 
 VERIFIED_TORCH = ("2.11", "2.13", "2.15")  # every chapter verified on these (2.11: H200; 2.13: CI; 2.15: CPU)
 
+#: The GPUs the book has been run on, by device class, with the torch versions run there. A GPU figure
+#: is checked as verified only on these; elsewhere (a T4, sm75; torch 2.13 on a GPU) a value that differs
+#: is "unverified", never a failure, because no GPU run of that kind has said what it should be.
+VERIFIED_GPU = {"sm90": ("2.11",)}
+
+
+def verified_torch_for(classes: list[str]) -> tuple[str, ...]:
+    """The torch versions verified for a device (its classes, most specific first): CPU or one GPU class."""
+    if "cpu" in classes or not classes:
+        return VERIFIED_TORCH
+    return VERIFIED_GPU.get(classes[0], ())
+
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,7 +101,7 @@ class Env:
 
     @property
     def verified_torch(self) -> bool:
-        return self.torch_minor in VERIFIED_TORCH
+        return self.torch_minor in verified_torch_for(self.classes)
 
     def banner(self) -> str:
         gpu = f"{self.device_name} ({self.device_class}, driver {self.driver})" if self.on_gpu else (
@@ -100,10 +112,14 @@ class Env:
                  f"software: torch {self.torch}{tri}, python {self.python}",
                  f"run:     {self.date}, course commit {self.git_commit or 'unknown'}"]
         if not self.verified_torch:
-            lines.append(f"note:    torch {self.torch_minor} is not a verified version (verified: "
-                         f"{', '.join(VERIFIED_TORCH)}). Everything runs, but where this torch behaves "
-                         "differently the text describes the verified versions, and such figures are "
-                         "marked 'unverified'.")
+            where = (f"on a {self.device_class} GPU" if self.on_gpu else "on a CPU")
+            known = verified_torch_for(self.classes)
+            done = (f"verified there: torch {', '.join(known)}" if known else
+                    f"no {self.device_class} GPU has run the course; verified GPUs: "
+                    + ", ".join(f"{c} (torch {', '.join(v)})" for c, v in VERIFIED_GPU.items()))
+            lines.append(f"note:    torch {self.torch_minor} {where} is not a verified combination ({done}). "
+                         "Everything runs, but where this machine behaves differently the text describes "
+                         "the verified runs, and such figures are marked 'unverified'.")
         return "\n".join(lines)
 
     def as_dict(self) -> dict:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .env import VERIFIED_TORCH
+from .env import verified_torch_for
 from .state import current_env
 
 GLUE_PREFIX = "application/papermill.record/"  # myst-nb's prefix for hidden glue outputs
@@ -136,9 +136,10 @@ def _exact_want(expect: dict, classes: list[str], torch_minor: str):
 def check(value, expect: dict, classes: list[str], torch_minor: str) -> tuple[str, str]:
     """Return (status, rule) for ``value``: status is pass / fail / record / unverified.
 
-    On a verified torch (``env.VERIFIED_TORCH``) an exact value that differs fails. On any other torch
-    the value is compared with the nearest older verified version's, and a difference is reported as
-    "unverified" (torch changed something the text describes), never as a failure.
+    On a verified torch (``env.VERIFIED_TORCH`` on a CPU, ``env.VERIFIED_GPU`` for a GPU class) an exact
+    value that differs fails. On any other torch or GPU the value is compared with the nearest older
+    verified version's, and a difference is reported as "unverified" (torch or the hardware changed
+    something the text describes), never as a failure.
     """
     kind = expect.get("kind") if isinstance(expect, dict) else None
     if kind == "record":
@@ -152,19 +153,23 @@ def check(value, expect: dict, classes: list[str], torch_minor: str) -> tuple[st
         return ("record" if ok else "fail"), f"record, sane within {lo:g}..{hi:g}"
     if kind == "exact":
         expect = _normalise(expect)
-        verified = torch_minor in VERIFIED_TORCH
-        ref = torch_minor
+        known = verified_torch_for(classes)  # a GPU class the book never ran on verifies nothing
+        verified = torch_minor in known
+        ref, where = torch_minor, f"torch {torch_minor}"
         if not verified:
-            older = [v for v in VERIFIED_TORCH if _minor_tuple(v) <= _minor_tuple(torch_minor)]
-            ref = older[-1] if older else VERIFIED_TORCH[0]
+            pool = known or verified_torch_for(["cpu"])
+            older = [v for v in pool if _minor_tuple(v) <= _minor_tuple(torch_minor)]
+            ref = older[-1] if older else pool[0]
+            where = (f"torch {torch_minor}" if known or "cpu" in classes else
+                     f"torch {torch_minor} on {classes[0]}")
         found, want, why = _exact_want(expect, classes, ref)
         if not found:
-            return "unverified", why if verified else f"torch {torch_minor} is not verified; {why}"
+            return "unverified", why if verified else f"{where} is not verified; {why}"
         if verified:
             return ("pass" if _equal(value, want) else "fail"), f"== {want!r}"
         if _equal(value, want):
-            return "pass", f"== {want!r} (as on torch {ref}; torch {torch_minor} is not verified)"
-        return "unverified", f"torch {ref} gives {want!r}; torch {torch_minor} is not verified"
+            return "pass", f"== {want!r} (as on torch {ref}; {where} is not verified)"
+        return "unverified", f"torch {ref} gives {want!r}; {where} is not verified"
     if kind == "band":
         bands = expect.get("bands", {})
         cls = next((c for c in classes if c in bands), None)

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.env import VERIFIED_TORCH, CourseError
+from ..core.env import CourseError, verified_torch_for
 from ..core.figures import META_KEY, check
 from ..core.numbers import TABLE_META_KEY
 from ..core.session import ENV_META_KEY
@@ -129,7 +129,7 @@ def _recheck(meta: dict, index: int, result: NotebookResult) -> dict:
         result.problems.append(f"figure {name!r} = {meta.get('value')!r}{(' ' + meta['unit']) if meta.get('unit') else ''} "
                                f"misses its expectation ({rule})")
     elif (status == "unverified" and expect.get("kind") == "exact" and "by_interpreter" not in expect
-          and meta.get("torch_minor") in VERIFIED_TORCH):
+          and meta.get("torch_minor") in verified_torch_for(meta.get("classes") or ["cpu"])):
         result.problems.append(f"figure {name!r} has no expected value for torch {meta.get('torch_minor')}, "
                                "a verified version: add it to its exact(...)")
     return {**meta, "status": status, "rule": rule, "cell": index}

@@ -55,9 +55,18 @@ def test_device_classes_go_from_specific_to_general():
 
 def test_banner_says_when_torch_is_not_a_verified_version():
     new = Env("cpu", "cpu", "x", "quick", "2.16.0+cpu", None, "3.11.7", threads=1)
-    assert "torch 2.16 is not a verified version" in new.banner() and "1 thread" in new.banner()
+    assert "torch 2.16 on a CPU is not a verified combination" in new.banner() and "1 thread" in new.banner()
     ok = Env("cpu", "cpu", "x", "quick", f"{VERIFIED_TORCH[-1]}.0", None, "3.11.7")
-    assert "not a verified version" not in ok.banner()
+    assert "not a verified" not in ok.banner()
+
+
+def test_a_gpu_is_verified_only_where_the_book_ran():
+    h200 = Env("cuda", "sm90", "NVIDIA H200", "full", "2.11.0+cu130", "3.6.0", "3.12.3")
+    assert h200.verified_torch and "not a verified" not in h200.banner()
+    newer = Env("cuda", "sm90", "NVIDIA H200", "full", "2.13.0+cu130", "3.6.0", "3.12.3")
+    assert not newer.verified_torch and "verified there: torch 2.11" in newer.banner()
+    t4 = Env("cuda", "sm75", "Tesla T4", "full", "2.11.0+cu126", "3.6.0", "3.12.3")
+    assert not t4.verified_torch and "no sm75 GPU has run the course" in t4.banner()
 
 
 def test_configure_runs_cpu_torch_on_one_thread():

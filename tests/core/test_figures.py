@@ -21,6 +21,20 @@ def test_exact_per_torch_version_and_device():
     assert check("triton", by_device, ["cpu"], "2.13")[0] == "fail"
 
 
+def test_a_gpu_value_is_verified_only_on_the_gpu_and_torch_the_book_ran():
+    e = exact(by_torch={"2.11": "sm90_xmma_gemm"})  # a GPU-only fact, known from the H200 run
+    assert check("sm90_xmma_gemm", e, ["sm90", "cuda"], "2.11")[0] == "pass"
+    assert check("other", e, ["sm90", "cuda"], "2.11")[0] == "fail"
+    # torch 2.13 is verified on CPUs only: on a GPU it is compared with 2.11's value, never failed
+    assert check("sm90_xmma_gemm", e, ["sm90", "cuda"], "2.13")[0] == "pass"
+    status, rule = check("other", e, ["sm90", "cuda"], "2.13")
+    assert status == "unverified" and "torch 2.11 gives 'sm90_xmma_gemm'" in rule
+    # a T4 (sm75) has never run the course: a different kernel there is unverified, not a failure
+    status, rule = check("turing_gemm", e, ["sm75", "cuda"], "2.11")
+    assert status == "unverified" and "on sm75 is not verified" in rule
+    assert check(3, exact(3), ["sm75", "cuda"], "2.11")[0] == "pass"
+
+
 def test_band_picks_the_most_specific_class():
     b = band(cpu=(0.5, 2), sm90=(3, 4.3), cuda=(2, 8))
     assert check(3.6, b, ["sm90", "cuda"], "2.11") == ("pass", "sm90: 3..4.3")
