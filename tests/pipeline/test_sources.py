@@ -35,3 +35,14 @@ def test_run_metadata_is_not_part_of_a_source(tmp_path):
     nb.cells[0].metadata["tags"] = []
     nbformat.write(nb, notebook)
     assert differences(notebook, source_of(ROOT / "chapters" / "ch01_origins.ipynb")) == []
+
+
+GPU_EXPECTATION = ("sm90=", '"cuda":', "'cuda':")
+
+
+@pytest.mark.parametrize("chapter", sorted(chapters()))
+def test_a_chapter_with_gpu_values_says_what_a_t4_reports(chapter):
+    """Issue 11: a chapter whose expectations hold GPU values says what a pre-sm80 GPU (Colab's T4) shows."""
+    text = source_of(chapters()[chapter]).read_text()
+    if any(mark in text for mark in GPU_EXPECTATION):
+        assert "T4" in text, f"{chapter} checks GPU values but says nothing of a T4 (see ch17's Device line)"
