@@ -74,6 +74,8 @@ def test_canonical_record_matches_the_committed_notebook(chapter):
     figures = {f["name"]: f["value"] for f in result.figures if f["status"] not in NOT_MEASURED_HERE}
     assert {k: v["value"] for k, v in record["figures"].items()} == figures
     assert record["env"] == result.env
+    series = {f["name"]: f["value"] for f in result.figures if f["status"] == "reference"}
+    assert {k: v["value"] for k, v in record.get("series", {}).items()} == series  # what the map shows on Colab
 
 
 @pytest.mark.parametrize("chapter", list(BOOK))

@@ -68,17 +68,28 @@ def publish(run_dir: str, chapters_dir: Path = CHAPTERS_DIR, allow_dirty: bool =
         src = Path(r.path)
         chapter = CHAPTER_FILE.match(src.name).group(1)
         nbformat.write(nbformat.from_dict(nb), chapters_dir / src.name)  # the layout jupytext writes too
-        figures = {f["name"]: {k: f.get(k) for k in ("value", "unit", "status", "rule")}
-                   for f in r.figures if f["status"] not in NOT_MEASURED_HERE}
-        record = {"chapter": chapter, "verified": report.get("finished", "")[:10], "env": r.env,
-                  "seconds": r.seconds, "figures": figures}
+        record = canonical_record(r, report.get("finished", "")[:10])
         (CANONICAL_DIR / f"{chapter}.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
-        print(f"published {src.name} ({len(figures)} figures)")
+        print(f"published {src.name} ({len(record['figures'])} figures)")
     if chapters_dir == CHAPTERS_DIR:  # the book's own publish: its verification page follows the records
         from . import verification
 
         print(f"wrote {verification.write()}")
     return 0
+
+
+def canonical_record(r, verified: str) -> dict:
+    """A chapter's ``helpers/canonical`` record from its verified notebook ``r``: the run's figures, and the
+    series' values it cites (``series``), so that the map (ch30) can show them where only the records ship."""
+    chapter = CHAPTER_FILE.match(Path(r.path).name).group(1)
+    figures = {f["name"]: {k: f.get(k) for k in ("value", "unit", "status", "rule")}
+               for f in r.figures if f["status"] not in NOT_MEASURED_HERE}
+    series = {f["name"]: {"value": f.get("value"), "unit": f.get("unit", ""), "source": f.get("rule", "")}
+              for f in r.figures if f["status"] == "reference"}
+    record = {"chapter": chapter, "verified": verified, "env": r.env, "seconds": r.seconds, "figures": figures}
+    if series:
+        record["series"] = series
+    return record
 
 
 def drop_injected_parameters(nb: dict, env: dict) -> bool:

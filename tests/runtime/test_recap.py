@@ -143,3 +143,13 @@ def test_the_break_even_check_runs_the_readers_function():
     assert recap.break_even_right(recap.break_even_check(forgets_recompiles)) is False
     assert recap.break_even_right(recap.break_even_check(raises)) is False
     assert recap.break_even_right(recap.break_even_check(None)) is None
+
+
+def test_the_series_values_come_from_the_records_where_only_they_ship(monkeypatch):
+    """A pip-installed course (Colab) has helpers/canonical/*.json but no notebooks or text sources."""
+    from helpers.runtime import recap
+
+    monkeypatch.setattr(recap, "notebook_references", lambda chapter: {})
+    monkeypatch.setattr(recap, "source_text", lambda chapter: None)
+    assert recap.series_value("ch25", "series_ro_vs_eager_b8")[0] == 9.45
+    assert recap.series_value("ch25", "no_such_reference") is None
