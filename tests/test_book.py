@@ -3,6 +3,7 @@ import re
 import subprocess
 
 import pytest
+import yaml
 from conftest import ROOT, chromium
 
 RAW_ROLE = re.compile(r"\{(?:glue|doc|ref|numref|term|eq|index|cite)(?::\w+)?\}")
@@ -171,3 +172,13 @@ def test_every_chapter_ends_with_its_references_and_the_book_has_an_index(built_
     index = (html / "genindex.html").read_text(encoding="utf-8")
     for term in ("guard", "graph break", "FX"):
         assert re.search(rf">\s*{re.escape(term)}\s*<", index), f"the index has no entry '{term}'"
+
+
+def test_scratch_dot_folders_are_not_read_as_book_sources():
+    """A snapshot such as .snap/ (a copy of the tree) would otherwise bring tests' planted notebooks into the build."""
+    from sphinx.util.matching import Matcher
+
+    patterns = yaml.safe_load((ROOT / "_config.yml").read_text())["exclude_patterns"]
+    excluded = Matcher(patterns)
+    assert excluded(".snap/tests/pipeline/submissions/eve.ipynb") and excluded(".probe/x.ipynb")
+    assert not excluded("chapters/ch01_origins.ipynb")
