@@ -160,8 +160,7 @@ def check(value, expect: dict, classes: list[str], torch_minor: str) -> tuple[st
             pool = known or verified_torch_for(["cpu"])
             older = [v for v in pool if _minor_tuple(v) <= _minor_tuple(torch_minor)]
             ref = older[-1] if older else pool[0]
-            where = (f"torch {torch_minor}" if known or "cpu" in classes else
-                     f"torch {torch_minor} on {classes[0]}")
+            where = f"torch {torch_minor}" if "cpu" in classes else f"torch {torch_minor} on {classes[0]}"
         found, want, why = _exact_want(expect, classes, ref)
         if not found:
             return "unverified", why if verified else f"{where} is not verified; {why}"

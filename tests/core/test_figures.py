@@ -28,7 +28,7 @@ def test_a_gpu_value_is_verified_only_on_the_gpu_and_torch_the_book_ran():
     # torch 2.13 is verified on CPUs only: on a GPU it is compared with 2.11's value, never failed
     assert check("sm90_xmma_gemm", e, ["sm90", "cuda"], "2.13")[0] == "pass"
     status, rule = check("other", e, ["sm90", "cuda"], "2.13")
-    assert status == "unverified" and "torch 2.11 gives 'sm90_xmma_gemm'" in rule
+    assert status == "unverified" and rule == "torch 2.11 gives 'sm90_xmma_gemm'; torch 2.13 on sm90 is not verified"
     # a T4 (sm75) has never run the course: a different kernel there is unverified, not a failure
     status, rule = check("turing_gemm", e, ["sm75", "cuda"], "2.11")
     assert status == "unverified" and "on sm75 is not verified" in rule
