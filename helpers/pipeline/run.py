@@ -68,10 +68,45 @@ def runs_alone(notebook: Path) -> str | None:
     return str(reason) if reason else None
 
 
-def schedule(notebooks: list[Path], device: str, jobs: int) -> tuple[list[Path], list[Path]]:
-    """Split a run into the notebooks that may share the machine and those that run alone afterwards."""
-    alone = [nb for nb in notebooks if device == "cuda" and jobs > 1 and runs_alone(nb)]
-    return [nb for nb in notebooks if nb not in alone], alone
+def runs_after(notebook: Path) -> str | None:
+    """Why a chapter reads the other chapters' records (notebook metadata ``course.after``), or None.
+
+    The map (ch30) gathers every chapter's verified figures. In a GPU run it goes last, and it reads this
+    run's records of the chapters that passed (over the committed ones), so that publishing the run
+    publishes a map of the chapters published with it.
+    """
+    try:
+        meta = json.loads(Path(notebook).read_text()).get("metadata", {})
+    except (OSError, ValueError):
+        return None
+    reason = (meta.get("course") or {}).get("after")
+    return str(reason) if reason else None
+
+
+def schedule(notebooks: list[Path], device: str, jobs: int) -> tuple[list[Path], list[Path], list[Path]]:
+    """Split a run into the notebooks that may share the machine, those that run alone afterwards, and
+    those that read the others' records and so run last (on a GPU)."""
+    after = [nb for nb in notebooks if device == "cuda" and runs_after(nb)]
+    alone = [nb for nb in notebooks if device == "cuda" and jobs > 1 and runs_alone(nb) and nb not in after]
+    return [nb for nb in notebooks if nb not in alone and nb not in after], alone, after
+
+
+def write_run_records(results: dict, finished: str, out_dir: Path) -> Path:
+    """The records a map run in this GPU run reads: the committed ones, with this run's passing chapters over them."""
+    import shutil
+
+    from ..core.numbers import CANONICAL_DIR
+    from .publish import canonical_record
+
+    folder = out_dir / "records"
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in CANONICAL_DIR.glob("ch*.json"):
+        shutil.copy2(path, folder / path.name)
+    for r in results.values():
+        if r.ok:
+            record = canonical_record(r, finished)
+            (folder / f"{record['chapter']}.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    return folder
 
 
 def parse_shard(shard: str | None) -> tuple[int, int]:
@@ -91,7 +126,8 @@ def environment_summary(device: str) -> dict:
     return {k: v for k, v in env.as_dict().items() if k not in ("chapter", "extra", "scale")}
 
 
-def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: float, cache: Path) -> NotebookResult:
+def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: float, cache: Path,
+            records: Path | None = None) -> NotebookResult:
     """Run one notebook in a fresh kernel (a papermill child process) and verify what it wrote."""
     notebook, out, cache = Path(notebook).resolve(), Path(out).resolve(), Path(cache).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -101,6 +137,9 @@ def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: floa
     (cache / "tmp").mkdir(parents=True, exist_ok=True)
     env.update(COURSE_HEADLESS="1", COURSE_CACHE_DIR=str(cache), TORCHINDUCTOR_CACHE_DIR=str(cache),
                TRITON_CACHE_DIR=str(cache / "triton"), TMPDIR=str(cache / "tmp"), PYTHONUNBUFFERED="1")
+    env.pop("COURSE_RECORDS_DIR", None)
+    if records is not None:
+        env["COURSE_RECORDS_DIR"] = str(records)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     cmd = [sys.executable, "-m", "papermill", str(notebook), str(out), "--cwd", str(notebook.parent),
            "-k", "python3", "--no-progress-bar", "--log-level", "WARNING"]
@@ -161,23 +200,31 @@ def run(names: list[str], *, device="auto", scale="auto", shard=None, out=None, 
               "environment": environment_summary(device_resolved), "notebooks": []}
     report["jobs"] = jobs
 
-    def one(nb: Path) -> NotebookResult:
+    def one(nb: Path, records: Path | None = None) -> NotebookResult:
         print(f"running {nb.name} ...", flush=True)
-        result = execute(nb, out_dir / nb.name, device=device, scale=scale, timeout=timeout, cache=cache)
+        result = execute(nb, out_dir / nb.name, device=device, scale=scale, timeout=timeout, cache=cache,
+                         records=records)
         print("\n".join([f"  {nb.name}: {result.status} in {result.seconds} s; figures {result.counts()}"]
                         + [f"  - {p}" for p in result.problems]), flush=True)
         return result
 
     # On a GPU, chapters marked `course.alone` run one at a time after the others, with the GPU to
     # themselves; the rest run `jobs` at once.
-    together, alone = schedule(notebooks, device_resolved, jobs)
+    # A chapter that reads the others' records (the map) goes last on a GPU, over this run's records.
+    together, alone, after = schedule(notebooks, device_resolved, jobs)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:  # threads only wait on papermill processes
         results = dict(zip(together, pool.map(one, together)))
     if alone:
         print(f"{len(alone)} chapter(s) with wall-clock GPU figures now run alone: "
               + ", ".join(nb.name for nb in alone), flush=True)
     results.update({nb: one(nb) for nb in alone})
+    if after:
+        records = write_run_records(results, dt.datetime.now(dt.timezone.utc).isoformat()[:10], out_dir)
+        print(f"{', '.join(nb.name for nb in after)} now read(s) this run's records of the "
+              f"{sum(r.ok for r in results.values())} chapter(s) that passed: {records}", flush=True)
+        results.update({nb: one(nb, records) for nb in after})
     report["alone"] = [nb.name for nb in alone]
+    report["after"] = [nb.name for nb in after]
     report["notebooks"] = [results[nb].as_dict() for nb in notebooks]
     report["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     report["ok"] = all(r["ok"] for r in report["notebooks"])

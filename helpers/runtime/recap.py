@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import math
 import re
 from dataclasses import dataclass, field
@@ -227,9 +228,16 @@ def series_value(chapter: str, name: str | None) -> tuple | None:
     return reference_calls(text).get(name) if text else None
 
 
+def records_dir() -> Path:
+    """Where the map reads the chapters' records: ``helpers/canonical``, or, inside a GPU run of the whole
+    book, the run's own records (``COURSE_RECORDS_DIR``, written by ``helpers run`` before the map runs), so
+    that a published map shows the chapters published with it (ch30)."""
+    return Path(os.environ.get("COURSE_RECORDS_DIR") or CANONICAL_DIR)
+
+
 def canonical_record(chapter: str, canonical_dir: Path | None = None) -> dict | None:
     """A chapter's canonical record (``helpers/canonical/chNN.json``), or None while it awaits its GPU run (ch30)."""
-    path = Path(canonical_dir or CANONICAL_DIR) / f"{chapter}.json"
+    path = Path(canonical_dir or records_dir()) / f"{chapter}.json"
     return json.loads(path.read_text()) if path.exists() else None
 
 

@@ -144,10 +144,50 @@ def test_on_a_gpu_chapters_marked_alone_run_after_the_others_one_at_a_time(noteb
     timed.write_text(json.dumps(nb))
     plain = notebook_factory("ch98_plain.ipynb", FIG)
     assert runs_alone(timed) == "wall-clock GPU timings" and runs_alone(plain) is None
-    assert schedule([timed, plain], "cuda", jobs=3) == ([plain], [timed])
+    assert schedule([timed, plain], "cuda", jobs=3) == ([plain], [timed], [])
     # one job at a time is already alone; a CPU run times thread CPU time, which neighbours do not inflate
-    assert schedule([timed, plain], "cuda", jobs=1) == ([timed, plain], [])
-    assert schedule([timed, plain], "cpu", jobs=2) == ([timed, plain], [])
+    assert schedule([timed, plain], "cuda", jobs=1) == ([timed, plain], [], [])
+    assert schedule([timed, plain], "cpu", jobs=2) == ([timed, plain], [], [])
+
+
+def test_on_a_gpu_the_map_runs_last_over_this_runs_records(notebook_factory, tmp_path, monkeypatch):
+    from helpers.core import numbers
+    from helpers.pipeline.run import runs_after, schedule, write_run_records
+    from helpers.pipeline.verify import verify_notebook
+
+    mapper = notebook_factory("ch96_map.ipynb", FIG)
+    nb = json.loads(mapper.read_text())
+    nb["metadata"]["course"] = {"after": "reads the records", "alone": "and times things"}
+    mapper.write_text(json.dumps(nb))
+    plain = notebook_factory("ch98_plain.ipynb", FIG)
+    assert runs_after(mapper) == "reads the records" and runs_after(plain) is None
+    assert schedule([mapper, plain], "cuda", jobs=3) == ([plain], [], [mapper])
+    assert schedule([mapper, plain], "cpu", jobs=2) == ([mapper, plain], [], [])  # a CPU map shows the GPU book
+    committed = tmp_path / "canonical"
+    committed.mkdir()
+    (committed / "ch01.json").write_text('{"chapter": "ch01"}')
+    (committed / "ch98.json").write_text('{"chapter": "ch98", "old": true}')
+    monkeypatch.setattr(numbers, "CANONICAL_DIR", committed)
+    executed = run_one(plain, tmp_path / "run")
+    assert executed.ok
+    failed = verify_notebook(plain)  # never executed: not ok, so its committed record stays
+    failed.path = str(tmp_path / "ch97_failed.ipynb")
+    folder = write_run_records({plain: executed, "x": failed}, "2026-12-02", tmp_path / "run")
+    assert json.loads((folder / "ch01.json").read_text()) == {"chapter": "ch01"}
+    fresh = json.loads((folder / "ch98.json").read_text())
+    assert "old" not in fresh and fresh["figures"]["graphs"]["value"] == 1 and fresh["verified"] == "2026-12-02"
+    assert not (folder / "ch97.json").exists()
+    assert json.loads((committed / "ch98.json").read_text())["old"]  # the committed records are untouched
+
+
+def test_the_map_reads_the_runs_records_when_the_runner_names_them(tmp_path, monkeypatch):
+    from helpers.runtime import recap
+
+    (tmp_path / "ch05.json").write_text('{"chapter": "ch05", "figures": {}, "run": "this one"}')
+    monkeypatch.setenv("COURSE_RECORDS_DIR", str(tmp_path))
+    assert recap.canonical_record("ch05")["run"] == "this one"
+    monkeypatch.delenv("COURSE_RECORDS_DIR")
+    assert "run" not in recap.canonical_record("ch05")
 
 
 def test_a_kernel_that_dies_is_reported_as_such_not_only_as_missing_glue(notebook_factory, tmp_path):
