@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 
 from ..core.env import CourseError
-from .run import CHAPTER_FILE, CHAPTERS_DIR, NOT_MEASURED_HERE
+from .run import CHAPTER_FILE, CHAPTERS_DIR, NOT_MEASURED_HERE, canonical_record
 from .sources import differences, source_of
 from .verify import NotebookResult, verify_notebook
 
@@ -76,20 +76,6 @@ def publish(run_dir: str, chapters_dir: Path = CHAPTERS_DIR, allow_dirty: bool =
 
         print(f"wrote {verification.write()}")
     return 0
-
-
-def canonical_record(r, verified: str) -> dict:
-    """A chapter's ``helpers/canonical`` record from its verified notebook ``r``: the run's figures, and the
-    series' values it cites (``series``), so that the map (ch30) can show them where only the records ship."""
-    chapter = CHAPTER_FILE.match(Path(r.path).name).group(1)
-    figures = {f["name"]: {k: f.get(k) for k in ("value", "unit", "status", "rule")}
-               for f in r.figures if f["status"] not in NOT_MEASURED_HERE}
-    series = {f["name"]: {"value": f.get("value"), "unit": f.get("unit", ""), "source": f.get("rule", "")}
-              for f in r.figures if f["status"] == "reference"}
-    record = {"chapter": chapter, "verified": verified, "env": r.env, "seconds": r.seconds, "figures": figures}
-    if series:
-        record["series"] = series
-    return record
 
 
 def drop_injected_parameters(nb: dict, env: dict) -> bool:

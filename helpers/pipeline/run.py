@@ -91,12 +91,25 @@ def schedule(notebooks: list[Path], device: str, jobs: int) -> tuple[list[Path],
     return [nb for nb in notebooks if nb not in alone and nb not in after], alone, after
 
 
+def canonical_record(r, verified: str) -> dict:
+    """A chapter's ``helpers/canonical`` record from its verified notebook ``r``: the run's figures, and the
+    series' values it cites (``series``), so that the map (ch30) can show them where only the records ship."""
+    chapter = CHAPTER_FILE.match(Path(r.path).name).group(1)
+    figures = {f["name"]: {k: f.get(k) for k in ("value", "unit", "status", "rule")}
+               for f in r.figures if f["status"] not in NOT_MEASURED_HERE}
+    series = {f["name"]: {"value": f.get("value"), "unit": f.get("unit", ""), "source": f.get("rule", "")}
+              for f in r.figures if f["status"] == "reference"}
+    record = {"chapter": chapter, "verified": verified, "env": r.env, "seconds": r.seconds, "figures": figures}
+    if series:
+        record["series"] = series
+    return record
+
+
 def write_run_records(results: dict, finished: str, out_dir: Path) -> Path:
     """The records a map run in this GPU run reads: the committed ones, with this run's passing chapters over them."""
     import shutil
 
     from ..core.numbers import CANONICAL_DIR
-    from .publish import canonical_record
 
     folder = out_dir / "records"
     folder.mkdir(parents=True, exist_ok=True)
