@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 
 from ..core.env import CourseError
-from .run import CHAPTER_FILE, CHAPTERS_DIR, NOT_MEASURED_HERE, canonical_record
+from .run import CHAPTER_FILE, CHAPTERS_DIR, NOT_MEASURED_HERE, record_of
 from .sources import differences, source_of
 from .verify import NotebookResult, verify_notebook
 
@@ -68,7 +68,7 @@ def publish(run_dir: str, chapters_dir: Path = CHAPTERS_DIR, allow_dirty: bool =
         src = Path(r.path)
         chapter = CHAPTER_FILE.match(src.name).group(1)
         nbformat.write(nbformat.from_dict(nb), chapters_dir / src.name)  # the layout jupytext writes too
-        record = canonical_record(r, report.get("finished", "")[:10])
+        record = record_of(r, report.get("finished", "")[:10])
         (CANONICAL_DIR / f"{chapter}.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
         print(f"published {src.name} ({len(record['figures'])} figures)")
     if chapters_dir == CHAPTERS_DIR:  # the book's own publish: its verification page follows the records

@@ -91,7 +91,7 @@ def schedule(notebooks: list[Path], device: str, jobs: int) -> tuple[list[Path],
     return [nb for nb in notebooks if nb not in alone and nb not in after], alone, after
 
 
-def canonical_record(r, verified: str) -> dict:
+def record_of(r, verified: str) -> dict:
     """A chapter's ``helpers/canonical`` record from its verified notebook ``r``: the run's figures, and the
     series' values it cites (``series``), so that the map (ch30) can show them where only the records ship."""
     chapter = CHAPTER_FILE.match(Path(r.path).name).group(1)
@@ -106,7 +106,7 @@ def canonical_record(r, verified: str) -> dict:
 
 
 def write_run_records(results: dict, finished: str, out_dir: Path) -> Path:
-    """The records a map run in this GPU run reads: the committed ones, with this run's passing chapters over them."""
+    """The records the map reads in a GPU run: the committed ones, with this run's passing chapters laid over them."""
     import shutil
 
     from ..core.numbers import CANONICAL_DIR
@@ -117,7 +117,7 @@ def write_run_records(results: dict, finished: str, out_dir: Path) -> Path:
         shutil.copy2(path, folder / path.name)
     for r in results.values():
         if r.ok:
-            record = canonical_record(r, finished)
+            record = record_of(r, finished)
             (folder / f"{record['chapter']}.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     return folder
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
