@@ -52,6 +52,16 @@ def resolve(names: list[str], directory: Path = CHAPTERS_DIR) -> list[Path]:
     return out
 
 
+def course_mark(notebook: Path, key: str) -> str | None:
+    """A chapter's scheduling mark ``course.<key>`` in its notebook metadata (the reason given), or None."""
+    try:
+        meta = json.loads(Path(notebook).read_text()).get("metadata", {})
+    except (OSError, ValueError):
+        return None
+    reason = (meta.get("course") or {}).get(key)
+    return str(reason) if reason else None
+
+
 def runs_alone(notebook: Path) -> str | None:
     """Why a chapter must have the GPU to itself (notebook metadata ``course.alone``), or None.
 
@@ -60,12 +70,7 @@ def runs_alone(notebook: Path) -> str | None:
     on the same GPU at the same time. On a CPU every timing is the calling thread's CPU time, which
     other processes do not inflate, so the marker only applies to GPU runs.
     """
-    try:
-        meta = json.loads(Path(notebook).read_text()).get("metadata", {})
-    except (OSError, ValueError):
-        return None
-    reason = (meta.get("course") or {}).get("alone")
-    return str(reason) if reason else None
+    return course_mark(notebook, "alone")
 
 
 def runs_after(notebook: Path) -> str | None:
@@ -75,12 +80,7 @@ def runs_after(notebook: Path) -> str | None:
     run's records of the chapters that passed (over the committed ones), so that publishing the run
     publishes a map of the chapters published with it.
     """
-    try:
-        meta = json.loads(Path(notebook).read_text()).get("metadata", {})
-    except (OSError, ValueError):
-        return None
-    reason = (meta.get("course") or {}).get("after")
-    return str(reason) if reason else None
+    return course_mark(notebook, "after")
 
 
 def schedule(notebooks: list[Path], device: str, jobs: int) -> tuple[list[Path], list[Path], list[Path]]:
