@@ -194,7 +194,8 @@ def run(names: list[str], *, device="auto", scale="auto", shard=None, out=None, 
     """Execute, verify and report; returns the process exit code (0 only if everything passed).
 
     ``jobs`` notebooks run at once (each in its own kernel); on a GPU, chapters marked to run alone
-    (``runs_alone``) run afterwards one at a time. The report keeps the course order.
+    (``runs_alone``) run afterwards one at a time, and a chapter that reads the others' records
+    (``runs_after``, the map) runs last, over this run's records. The report keeps the course order.
     """
     from ..core.env import resolve_device
 
