@@ -136,3 +136,15 @@ def test_a_chapter_has_one_title_and_it_carries_its_number(chapter):
     titles = [line for c in cells if c["cell_type"] == "markdown"
               for line in "".join(c["source"]).splitlines() if line.startswith("# ")]
     assert len(titles) == 1 and titles[0].startswith(f"# {int(chapter[2:])}. "), titles
+
+
+def test_the_verified_gpus_are_the_gpus_the_book_ran_on():
+    """env.VERIFIED_GPU names the GPU class and torch of every published run, and nothing else."""
+    from helpers.core.env import VERIFIED_GPU
+
+    ran: dict[str, set] = {}
+    for path in CANONICAL_DIR.glob("ch*.json"):
+        env = json.loads(path.read_text())["env"]
+        minor = ".".join(env["torch"].split("+")[0].split(".")[:2])
+        ran.setdefault(env["device_class"], set()).add(minor)
+    assert {cls: set(v) for cls, v in VERIFIED_GPU.items()} == ran
