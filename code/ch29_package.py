@@ -6,10 +6,11 @@ Export and compile can happen on different machines: this script starts from a p
     python code/ch29_package.py PROGRAM OUT.pt2 [CASES]
 
 It loads PROGRAM (``torch.export.load``), compiles it with ``torch._inductor.aoti_compile_and_package``
-(precompiled headers off and the CPU's reported vector ISA trusted, as in the chapter) into OUT.pt2 on the device the program was exported for,
+(precompiled headers off, the CPU's reported vector ISA trusted and the C++ compiler that ``CXX`` names, as in the chapter) into OUT.pt2 on the device the program was exported for,
 and lists the archive's members; it prints that as one JSON line on stdout at once. With CASES (see
 ``code/ch29_serve.py``) it then runs ``code/ch29_serve.py`` on the new package, in yet another fresh
-process, and prints a second JSON line with its report (``serve``). The chapter runs it in the background to build a CUDA package while
+process, and prints a second JSON line with its report (``serve``; when the server fails, its exit code
+``serve_exit`` and the end of its stderr ``serve_error`` instead). The chapter runs it in the background to build a CUDA package while
 the notebook goes on.
 """
 import importlib
@@ -48,5 +49,6 @@ if cases:
     lines = run.stdout.strip().splitlines()
     out["serve"] = json.loads(lines[-1]) if run.returncode == 0 and lines else None
     if out["serve"] is None:
+        out["serve_exit"] = run.returncode  # negative: killed by that signal (a crash)
         out["serve_error"] = run.stderr[-2000:]
 print(json.dumps(out))

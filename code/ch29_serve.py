@@ -23,6 +23,7 @@ JIT path in the same process, as a control: ``torch.export.load(EXPORTED).module
 ``torch.compile``, its first call (the compile), and the same counters, which now move.
 Prints one JSON line on stdout.
 """
+import faulthandler
 import importlib
 import json
 import os
@@ -32,6 +33,7 @@ import sys
 import tempfile
 import time
 
+faulthandler.enable()  # a crash in native code (say, in the package loader) names its Python frame on stderr
 start = time.perf_counter()
 import torch  # noqa: E402
 

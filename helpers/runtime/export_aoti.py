@@ -17,6 +17,9 @@ import io
 import json
 import os
 import re
+import shlex
+import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -176,10 +179,153 @@ def assertions(ep) -> list[str]:
     return found
 
 
+# ---------------------------------------------------------------------------------------------- the compiler
+
+#: A one-function C++ library that needs the C++ runtime: throwing an exception calls into libstdc++.
+_RUNTIME_PROBE = ('#include <stdexcept>\n'
+                  'extern "C" int probe(int n) { if (n < 0) throw std::runtime_error("negative"); return n; }\n')
+#: The C++ runtimes a library can ask the dynamic loader for (GCC's and LLVM's).
+_CXX_RUNTIMES = ("libstdc++.so", "libc++.so")
+
+
+@dataclass(frozen=True)
+class Compiler:
+    """A C++ compiler and how the shared libraries it builds get the C++ runtime (ch29).
+
+    ``runtime`` is "shared" when a library it builds asks the dynamic loader for libstdc++ (or libc++),
+    "static" when it does not (the runtime is linked into the library), else why it could not tell.
+    """
+
+    path: str
+    runtime: str
+    needed: tuple[str, ...] = ()
+    named_by: str = ""  # "CXX" when the environment variable named it
+
+    @property
+    def shares_runtime(self) -> bool:
+        return self.runtime == "shared"
+
+    def __str__(self) -> str:
+        how = {"shared": "links the C++ runtime as a shared library",
+               "static": "links the C++ runtime into what it builds"}.get(self.runtime, self.runtime)
+        return f"{self.path}{' (from CXX)' if self.named_by else ''}: {how}; needs {', '.join(self.needed) or 'nothing'}"
+
+
+def elf_needed(blob: bytes) -> list[str]:
+    """The shared libraries a 64-bit little-endian ELF file asks the dynamic loader for (DT_NEEDED) (ch29)."""
+    elf_sections(blob)  # checks the header
+    (shoff,) = struct.unpack_from("<Q", blob, 0x28)
+    shentsize, shnum, _ = struct.unpack_from("<HHH", blob, 0x3A)
+    headers = [struct.unpack_from("<IIQQQQI", blob, shoff + i * shentsize) for i in range(shnum)]
+    found = []
+    for _name, kind, _flags, _addr, offset, size, link in headers:
+        if kind != 6:  # SHT_DYNAMIC: (tag, value) pairs; its sh_link is the string table they point into
+            continue
+        strings_at = headers[link][4]
+        for at in range(offset, offset + size, 16):
+            tag, value = struct.unpack_from("<qQ", blob, at)
+            if tag == 0:  # DT_NULL ends the table
+                break
+            if tag == 1:  # DT_NEEDED
+                start = strings_at + value
+                found.append(blob[start:blob.index(b"\0", start)].decode())
+    return found
+
+
+def probe_compiler(cxx: str, named_by: str = "") -> Compiler:
+    """Build a one-function C++ library with ``cxx`` and read how it gets the C++ runtime (ch29)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src, lib = Path(tmp) / "probe.cpp", Path(tmp) / "probe.so"
+        src.write_text(_RUNTIME_PROBE)
+        try:
+            run = subprocess.run([cxx, "-shared", "-fPIC", str(src), "-o", str(lib)],
+                                 capture_output=True, text=True, timeout=120)
+        except FileNotFoundError:
+            return Compiler(cxx, "not found", named_by=named_by)
+        if run.returncode != 0 or not lib.exists():
+            first = (run.stderr.strip().splitlines() or ["no output"])[0]
+            return Compiler(cxx, f"cannot build a library: {first}", named_by=named_by)
+        needed = tuple(elf_needed(lib.read_bytes()))
+    runtime = "shared" if any(n.startswith(_CXX_RUNTIMES) for n in needed) else "static"
+    return Compiler(cxx, runtime, needed, named_by)
+
+
+def inductor_compiler() -> Compiler:
+    """The C++ compiler Inductor builds with in this process, probed (ch29).
+
+    Inductor's ``cpp.cxx`` setting is ``$CXX`` when that is set, else ``g++`` (``torch/_inductor/config.py``);
+    ``get_cpp_compiler`` in ``torch/_inductor/cpp_builder.py`` resolves it to a command.
+    """
+    cxx = private("torch._inductor.cpp_builder.get_cpp_compiler")()
+    return probe_compiler(cxx, "CXX" if os.environ.get("CXX") == cxx else "")
+
+
+def use_compiler(path: str) -> None:
+    """Make ``path`` the C++ compiler of Inductor in this process (``cpp.cxx``) and in its children (``CXX``) (ch29)."""
+    private("torch._inductor.config").cpp.cxx = (None, path)
+    os.environ["CXX"] = path
+
+
+def choose_compiler(candidates=("g++", "c++", "clang++")) -> tuple[Compiler, Compiler]:
+    """Inductor's compiler and the one the chapter builds packages with, both probed (ch29).
+
+    A package's library is loaded into a process that already has libtorch and its C++ runtime; when
+    Inductor's compiler links the runtime into what it builds, the first of ``candidates`` on ``PATH``
+    that links it as a shared library becomes the compiler here and in child processes (``use_compiler``).
+    Returns the pair; they are the same when Inductor's compiler shares the runtime, or nothing else does.
+    """
+    own = inductor_compiler()
+    if own.shares_runtime:
+        return own, own
+    mine = os.path.realpath(shutil.which(own.path) or own.path)
+    for name in candidates:
+        path = shutil.which(name)
+        if path is None or os.path.realpath(path) == mine:
+            continue
+        other = probe_compiler(path)
+        if other.shares_runtime:
+            use_compiler(other.path)
+            return own, other
+    return own, own
+
+
+def static_runtime_compiler(base: Compiler, folder) -> Compiler:
+    """``base`` behind a wrapper script that adds ``-static-libstdc++``: a compiler that links the C++
+    runtime into what it builds, written into ``folder`` and probed (ch29)."""
+    script = Path(folder) / "cxx-static-libstdc++"
+    script.write_text(f'#!/bin/sh\nexec {shlex.quote(base.path)} -static-libstdc++ "$@"\n')
+    script.chmod(0o755)
+    return probe_compiler(str(script))
+
+
+def failure_of(returncode: int, stderr: str) -> str:
+    """How a child process failed, as text, from its exit code and its stderr (ch29).
+
+    A crash reads "signal 11 (SIGSEGV) in _load_aoti" (the innermost Python frame that faulthandler
+    printed); an error exit reads 'exit 1, the library reporting "std::bad_cast"' when the package's
+    C++ code printed an ``Error:`` line, else "exit 1, <the last line of the traceback>".
+    """
+    if returncode < 0:
+        try:
+            text = f"signal {-returncode} ({signal.Signals(-returncode).name})"
+        except ValueError:
+            text = f"signal {-returncode}"
+        _, found, after = stderr.partition("most recent call first")
+        frame = re.search(r'File "[^"]*", line \d+ in (\S+)', after) if found else None
+        return text + (f" in {frame.group(1)}" if frame else "")
+    reported = re.findall(r"^Error: (.+)$", stderr, re.M)
+    if reported:
+        return f'exit {returncode}, the library reporting "{reported[-1].strip()}"'
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    return f"exit {returncode}" + (f", {lines[-1].strip()}" if lines else "")
+
+
 # ---------------------------------------------------------------------------------------------- packaging
 
 #: How long the chapter waits for the background CUDA package, counted from its start (ch29).
-CUDA_BUILD_LIMIT_S = 60
+CUDA_BUILD_LIMIT_S = 150
+#: The same for the background CPU package built with a compiler that links the C++ runtime in (ch29).
+STATIC_BUILD_LIMIT_S = 300
 
 #: Inductor settings for the chapter's package: precompiled headers pay off over many compiles, not one;
 #: ``cpp.vec_isa_ok`` trusts the vector ISA the CPU reports instead of compiling and test-loading a probe
@@ -408,9 +554,12 @@ class PackageJob:
         self.proc, self.started, self.files = proc, started, None
 
     @classmethod
-    def start(cls, program, package_path, cases=None) -> "PackageJob":
+    def start(cls, program, package_path, cases=None, env=None) -> "PackageJob":
+        """Start ``code/ch29_package.py``; ``env`` adds to (or overrides) this process's environment."""
+        extra = env or {}
         env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_LOGS", "AOTI_RUNTIME_CHECK_INPUTS"))}
         env.update(CHILD_ENV)
+        env.update(extra)
         args = [sys.executable, str(CODE_DIR / "ch29_package.py"), str(program), str(package_path)]
         if cases is not None:
             args.append(str(cases))

@@ -136,6 +136,9 @@ MAP: list[Gathered] = [
     G("ch25", "ro_keep_vs_eager", "fix", None, "reduce-overhead with addmm kept vs eager, batch 8", ".1f"),
     G("ch24", "warm_first_s", "fix", "series_warm_s", "warm disk cache: first call in a new process", ".2f"),
     G("ch24", "warm_work_vs_cold", "fix", None, "compile work left with a warm cache, ÷ cold", ".2f"),
+    # fix: compile before deployment
+    G("ch29", "aot_frames_counter", "fix", "series_aot_frames", "a .pt2 package served from a fresh process: frames Dynamo compiled", "d"),
+    G("ch29", "aot_first_call_ms", "fix", None, "a .pt2 package: first call in a fresh process, no compile (ms)", ".2f"),
 ]
 del G
 

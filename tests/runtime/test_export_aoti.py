@@ -131,3 +131,57 @@ def test_package_job_keeps_what_came_before_its_time_limit(tmp_path):
     assert not nothing["built"] and not nothing["served"]
     assert xa.CUDA_BUILD_LIMIT_S > 0 and xa.PACKAGE_CONFIGS["cpp.vec_isa_ok"] is True
     assert xa.CHILD_ENV == {"TORCHINDUCTOR_VEC_ISA_OK": "1"}
+
+
+def test_elf_needed_reads_the_libraries_a_library_asks_for():
+    needed = xa.elf_needed(open(torch._C.__file__, "rb").read())
+    assert any(n.startswith("libtorch_python") for n in needed) and all(n for n in needed)
+
+
+def _static_wrapper(tmp_path) -> str:
+    script = tmp_path / "g++-static"
+    script.write_text('#!/bin/sh\nexec g++ -static-libstdc++ "$@"\n')
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_a_compiler_is_probed_for_how_it_links_the_cpp_runtime(tmp_path):
+    shared = xa.probe_compiler("g++")
+    assert shared.runtime == "shared" and shared.shares_runtime and "libstdc++.so.6" in shared.needed
+    static = xa.probe_compiler(_static_wrapper(tmp_path))
+    assert static.runtime == "static" and not static.shares_runtime
+    assert not any(n.startswith("libstdc++") for n in static.needed) and "into what it builds" in str(static)
+    wrapped = xa.static_runtime_compiler(shared, tmp_path)
+    assert wrapped.runtime == "static" and wrapped.path.endswith("cxx-static-libstdc++")
+    assert xa.probe_compiler(str(tmp_path / "no-such-c++")).runtime == "not found"
+    broken = tmp_path / "broken-c++"
+    broken.write_text("#!/bin/sh\necho 'fatal: no licence' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    assert xa.probe_compiler(str(broken)).runtime == "cannot build a library: fatal: no licence"
+
+
+def test_choose_compiler_replaces_one_that_links_the_runtime_in(tmp_path, monkeypatch):
+    config = xa.private("torch._inductor.config")
+    monkeypatch.setattr(config.cpp, "cxx", config.cpp.cxx)  # restored after the test
+    static = _static_wrapper(tmp_path)
+    monkeypatch.setenv("CXX", static)
+    xa.use_compiler(static)
+    own, used = xa.choose_compiler()
+    assert own.path == static and own.named_by == "CXX" and own.runtime == "static"
+    assert used.shares_runtime and used.path != static
+    assert config.cpp.cxx == (None, used.path) and xa.os.environ["CXX"] == used.path
+    monkeypatch.setenv("CXX", "g++")
+    xa.use_compiler("g++")
+    own, used = xa.choose_compiler()
+    assert own is used and own.shares_runtime and config.cpp.cxx == (None, "g++")
+
+
+def test_a_failed_child_is_described_from_its_exit_and_stderr():
+    crash = ('Fatal Python error: Segmentation fault\n\nCurrent thread 0x7f (most recent call first):\n'
+             '  File "/t/torch/export/pt2_archive/_package.py", line 1045 in _load_aoti\n'
+             '  File "/t/torch/_inductor/__init__.py", line 267 in aoti_load_package\n')
+    assert xa.failure_of(-11, crash) == "signal 11 (SIGSEGV) in _load_aoti"
+    assert xa.failure_of(-9, "") == "signal 9 (SIGKILL)"
+    cpp_error = 'Error: std::bad_cast\nTraceback (most recent call last):\nRuntimeError: create_func_( ...) API call failed\n'
+    assert xa.failure_of(1, cpp_error) == 'exit 1, the library reporting "std::bad_cast"'
+    assert xa.failure_of(1, "Traceback\nValueError: no\n") == "exit 1, ValueError: no" and xa.failure_of(2, "") == "exit 2"
