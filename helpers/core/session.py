@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import warnings
 
-from . import figures, numbers
+from . import figures, machine_lock, numbers
 from .env import (
     Env,
     cache_root,
@@ -32,6 +32,16 @@ def setup(chapter: str) -> None:
     warnings.filterwarnings("ignore", message="TensorFloat32 tensor cores")
     warnings.filterwarnings("ignore", message=".*TF32.*")
     seed_everything(0)
+    _take_the_run_lock()
+
+
+def _take_the_run_lock() -> None:
+    """In a GPU run of several notebooks at once, make each cell take the run's lock (machine_lock)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    machine_lock.install(get_ipython())
 
 
 def configure(device: str = "auto", scale: str = "auto", seed: int = 0, threads="auto") -> Env:

@@ -127,4 +127,21 @@ def lint_notebook(path: str | Path) -> list[str]:
                         break
                 if "expect=" not in tail[:end]:
                     problems.append(f"cell {index}: figure(...) without expect=")
+            if "unmeasured" in cell.get("metadata", {}).get("tags", []):
+                problems += [f"cell {index}: {p}" for p in unmeasured_problems(src, nb)]
     return [f"{path.name}: {p}" for p in problems]
+
+
+#: What a cell tagged ``unmeasured`` may not contain: a timing, or an expectation only a timing needs.
+MEASURING = re.compile(r"\btiming\.|\bhelpers\.band\(|\bhelpers\.record\(|perf_counter|Event\(")
+
+
+def unmeasured_problems(src: str, nb: dict) -> list[str]:
+    """Why a cell may not carry the tag ``unmeasured`` (it lets the cell share the machine in a GPU run)."""
+    out = []
+    if not (nb.get("metadata", {}).get("course") or {}).get("alone"):
+        out.append("tag 'unmeasured' outside a chapter marked course.alone: it has no effect there")
+    hit = MEASURING.search(src)
+    if hit:
+        out.append(f"tagged 'unmeasured' but it measures ({hit.group(0)!r}): it would share the machine while timing")
+    return out

@@ -14,6 +14,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from ..core import machine_lock
 from ..core.env import REPO_ROOT, CourseError
 from .verify import NotebookResult, verify_notebook
 
@@ -84,8 +85,8 @@ def runs_after(notebook: Path) -> str | None:
 
 
 def schedule(notebooks: list[Path], device: str, jobs: int) -> tuple[list[Path], list[Path], list[Path]]:
-    """Split a run into the notebooks that may share the machine, those that run alone afterwards, and
-    those that read the others' records and so run last (on a GPU)."""
+    """Split a run into the notebooks that share the machine, those that need it alone for their measured
+    cells, and those that read the others' records and so run last (on a GPU)."""
     after = [nb for nb in notebooks if device == "cuda" and runs_after(nb)]
     alone = [nb for nb in notebooks if device == "cuda" and jobs > 1 and runs_alone(nb) and nb not in after]
     return [nb for nb in notebooks if nb not in alone and nb not in after], alone, after
@@ -139,9 +140,25 @@ def environment_summary(device: str) -> dict:
     return {k: v for k, v in env.as_dict().items() if k not in ("chapter", "extra", "scale")}
 
 
+def lock_environment(notebook: Path, lock: Path, alone: bool, log: Path) -> dict:
+    """The environment that makes a notebook's cells take the run's lock (``helpers.core.machine_lock``).
+
+    Every cell of an ``alone`` notebook takes it exclusively, except those tagged ``unmeasured``; every
+    cell of the others takes it shared.
+    """
+    cells = json.loads(Path(notebook).read_text())["cells"] if alone else []
+    return {machine_lock.LOCK_ENV: str(lock), machine_lock.MODE_ENV: "alone" if alone else "shared",
+            machine_lock.UNMEASURED_ENV: ",".join(machine_lock.unmeasured_cells(cells)),
+            machine_lock.LOG_ENV: str(log)}
+
+
 def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: float, cache: Path,
-            records: Path | None = None) -> NotebookResult:
-    """Run one notebook in a fresh kernel (a papermill child process) and verify what it wrote."""
+            records: Path | None = None, lock: Path | None = None, alone: bool = False) -> NotebookResult:
+    """Run one notebook in a fresh kernel (a papermill child process) and verify what it wrote.
+
+    With ``lock``, its cells take the run's lock: exclusively for an ``alone`` notebook's measured
+    cells, shared otherwise; the time it waited and held the machine alone is written beside ``out``.
+    """
     notebook, out, cache = Path(notebook).resolve(), Path(out).resolve(), Path(cache).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
@@ -153,6 +170,12 @@ def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: floa
     env.pop("COURSE_RECORDS_DIR", None)
     if records is not None:
         env["COURSE_RECORDS_DIR"] = str(records)
+    for key in (machine_lock.LOCK_ENV, machine_lock.MODE_ENV, machine_lock.UNMEASURED_ENV, machine_lock.LOG_ENV):
+        env.pop(key, None)
+    lock_log = out.with_suffix(".lock.json")
+    lock_log.unlink(missing_ok=True)
+    if lock is not None:
+        env.update(lock_environment(notebook, lock, alone, lock_log))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     cmd = [sys.executable, "-m", "papermill", str(notebook), str(out), "--cwd", str(notebook.parent),
            "-k", "python3", "--no-progress-bar", "--log-level", "WARNING"]
@@ -176,6 +199,8 @@ def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: floa
         result = NotebookResult(str(out), status="error")
         result.problems.append("papermill wrote no output notebook:\n" + (log or "")[-2000:])
     result.seconds = round(seconds, 1)
+    if lock_log.exists():
+        result.lock = json.loads(lock_log.read_text())
     if timed_out:
         result.status = "timeout"
         result.problems.insert(0, f"timed out after {timeout:.0f} s (raise --timeout, or make the "
@@ -193,8 +218,10 @@ def run(names: list[str], *, device="auto", scale="auto", shard=None, out=None, 
         cache=None, jobs: int = 1) -> int:
     """Execute, verify and report; returns the process exit code (0 only if everything passed).
 
-    ``jobs`` notebooks run at once (each in its own kernel); on a GPU, chapters marked to run alone
-    (``runs_alone``) run afterwards one at a time, and a chapter that reads the others' records
+    ``jobs`` notebooks run at once (each in its own kernel). On a GPU, with ``jobs`` above 1, the
+    chapters marked to run alone (``runs_alone``) start first, beside them, and every cell of the run
+    takes a run-wide lock: theirs exclusively (except cells tagged ``unmeasured``), the others' shared,
+    so a measured cell has the machine to itself. A chapter that reads the others' records
     (``runs_after``, the map) runs last, over this run's records. The report keeps the course order.
     """
     from ..core.env import resolve_device
@@ -214,24 +241,26 @@ def run(names: list[str], *, device="auto", scale="auto", shard=None, out=None, 
               "environment": environment_summary(device_resolved), "notebooks": []}
     report["jobs"] = jobs
 
-    def one(nb: Path, records: Path | None = None) -> NotebookResult:
+    def one(nb: Path, records: Path | None = None, lock: Path | None = None) -> NotebookResult:
         print(f"running {nb.name} ...", flush=True)
         result = execute(nb, out_dir / nb.name, device=device, scale=scale, timeout=timeout, cache=cache,
-                         records=records)
+                         records=records, lock=lock, alone=nb in alone)
         print("\n".join([f"  {nb.name}: {result.status} in {result.seconds} s; figures {result.counts()}"]
                         + [f"  - {p}" for p in result.problems]), flush=True)
         return result
 
-    # On a GPU, chapters marked `course.alone` run one at a time after the others, with the GPU to
-    # themselves; the rest run `jobs` at once.
+    # On a GPU, chapters marked `course.alone` start first and hold the machine alone for their measured
+    # cells (the run-wide lock); the rest run `jobs` at once beside them, in cells that share it.
     # A chapter that reads the others' records (the map) goes last on a GPU, over this run's records.
     together, alone, after = schedule(notebooks, device_resolved, jobs)
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:  # threads only wait on papermill processes
-        results = dict(zip(together, pool.map(one, together)))
+    lock = out_dir / "machine.lock" if alone else None
     if alone:
-        print(f"{len(alone)} chapter(s) with wall-clock GPU figures now run alone: "
-              + ", ".join(nb.name for nb in alone), flush=True)
-    results.update({nb: one(nb) for nb in alone})
+        print(f"{len(alone)} chapter(s) with wall-clock GPU figures hold the machine alone for their measured "
+              "cells: " + ", ".join(nb.name for nb in alone), flush=True)
+    first = alone + together
+    # threads only wait on papermill processes; an alone chapter waiting for the lock keeps its own slot
+    with ThreadPoolExecutor(max_workers=max(1, jobs + len(alone))) as pool:
+        results = dict(zip(first, pool.map(lambda nb: one(nb, lock=lock), first)))
     if after:
         records = write_run_records(results, dt.datetime.now(dt.timezone.utc).isoformat()[:10], out_dir)
         print(f"{', '.join(nb.name for nb in after)} now read(s) this run's records of the "
@@ -287,6 +316,10 @@ def write_report(report: dict, out_dir: Path) -> None:
         chapter = CHAPTER_FILE.match(name).group(1) if CHAPTER_FILE.match(name) else None
         book = canonical(chapter) if chapter else None
         lines += [f"## {name}: {nb['status']} ({nb['seconds']} s)", ""]
+        if nb.get("lock"):
+            held = nb["lock"]
+            lines += [f"Run-wide lock: {held['cells_exclusive']} cells alone ({held['held_exclusive_s']} s), "
+                      f"{held['cells_shared']} shared; waited {held['waited_s']} s.", ""]
         if book:
             lines += [f"This book: {run_label(book.get('env'))}.", ""]
         bad = [f for f in nb["figures"] if f["status"] in ("fail", "unverified")]

@@ -53,6 +53,7 @@ class NotebookResult:
     seconds: float | None = None
     status: str = "ok"  # ok / failed / error / timeout
     tables: list[list] = field(default_factory=list)  # rows of the numbers tables (label, series, figure, fmt)
+    lock: dict | None = None  # in a GPU run that shares the machine: cells, waiting and exclusive time
 
     @property
     def ok(self) -> bool:
@@ -67,7 +68,7 @@ class NotebookResult:
     def as_dict(self) -> dict:
         return {"path": self.path, "status": self.status, "ok": self.ok, "seconds": self.seconds,
                 "env": self.env, "counts": self.counts(), "problems": self.problems, "figures": self.figures,
-                "tables": self.tables}
+                "tables": self.tables, **({"lock": self.lock} if self.lock else {})}
 
 
 def verify_notebook(path: str | Path) -> NotebookResult:

@@ -60,3 +60,15 @@ def test_lint_reports_both_in_a_notebook(tmp_path):
                          prose="Inductor is several times faster here.\n\nAnd `{glue:text}`n`` graph.")
     problems = "\n".join(lint_notebook(nb))
     assert "comparison 'several times'" in problems and "role inside a code span" in problems
+
+
+def test_the_unmeasured_tag_is_only_for_cells_of_alone_chapters_that_time_nothing():
+    from helpers.pipeline.lint import unmeasured_problems
+
+    alone, shared = {"metadata": {"course": {"alone": "wall-clock timings"}}}, {"metadata": {}}
+    assert unmeasured_problems("ir = loop_ir(f, x)\nhelpers.figure('n', 2, expect=helpers.exact(2))", alone) == []
+    assert "outside a chapter marked course.alone" in unmeasured_problems("x = 1", shared)[0]
+    for timed in ("t = timing.interleaved(fns, x)", "helpers.figure('s', s, expect=helpers.record())",
+                  "t0 = time.perf_counter()", "start = torch.cuda.Event(enable_timing=True)",
+                  "helpers.figure('r', r, expect=helpers.band(cpu=(1, 2)))"):
+        assert "it measures" in unmeasured_problems(timed, alone)[0], timed

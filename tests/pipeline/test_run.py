@@ -135,7 +135,7 @@ def test_jobs_run_notebooks_at_once_and_the_report_keeps_course_order(notebook_f
     assert report["jobs"] == 2 and all(nb["ok"] for nb in report["notebooks"])
 
 
-def test_on_a_gpu_chapters_marked_alone_run_after_the_others_one_at_a_time(notebook_factory):
+def test_on_a_gpu_chapters_marked_alone_are_scheduled_apart(notebook_factory):
     from helpers.pipeline.run import runs_alone, schedule
 
     timed = notebook_factory("ch97_timed.ipynb", FIG)
@@ -196,3 +196,56 @@ def test_a_kernel_that_dies_is_reported_as_such_not_only_as_missing_glue(noteboo
     result = run_one(nb, tmp_path / "out")
     assert result.status == "error" and "kernel died" in result.problems[0]
     assert any("never_glued" in p for p in result.problems)
+
+
+def test_a_notebook_that_needs_the_machine_alone_takes_the_lock_for_its_measured_cells(notebook_factory, tmp_path):
+    nb_path = notebook_factory("ch97_timed.ipynb", FIG)
+    nb = json.loads(nb_path.read_text())
+    nb["cells"].append({"cell_type": "code", "execution_count": None, "id": "quiet", "outputs": [],
+                        "metadata": {"tags": ["unmeasured"]}, "source": "x = 1  # measures nothing"})
+    nb_path.write_text(json.dumps(nb))
+    lock = tmp_path / "machine.lock"
+    out = tmp_path / "out"
+    alone = execute(nb_path, out / nb_path.name, device="cpu", scale="quick", timeout=120, cache=out / "cache",
+                    lock=lock, alone=True)
+    assert alone.ok, alone.problems
+    # setup's own cell ends before the hooks exist; the parameters, the injected parameters, configure and
+    # FIG cells run alone; the tagged cell shares the machine
+    assert alone.lock["cells_exclusive"] == 4 and alone.lock["cells_shared"] == 1, alone.lock
+    shared = execute(nb_path, out / "shared" / nb_path.name, device="cpu", scale="quick", timeout=120,
+                     cache=out / "cache", lock=lock, alone=False)
+    assert shared.ok and shared.lock["cells_exclusive"] == 0 and shared.lock["cells_shared"] == 5
+    plain = run_one(nb_path, out / "plain")
+    assert plain.ok and plain.lock is None  # no lock named: a run of one notebook at a time
+
+
+def test_a_gpu_run_starts_the_alone_chapters_first_and_gives_every_notebook_the_lock(notebook_factory, tmp_path, monkeypatch):
+    from helpers.core import env as course_env
+    from helpers.pipeline import run as run_mod
+    from helpers.pipeline.verify import NotebookResult
+
+    timed, plain, mapper = (notebook_factory(n, FIG) for n in ("ch95_timed.ipynb", "ch96_plain.ipynb", "ch97_map.ipynb"))
+    for path, mark in ((timed, {"alone": "wall-clock timings"}), (mapper, {"after": "reads the records"})):
+        nb = json.loads(path.read_text())
+        nb["metadata"]["course"] = mark
+        path.write_text(json.dumps(nb))
+    calls = []
+
+    def fake_execute(nb, out, *, lock=None, alone=False, records=None, **kw):
+        calls.append((Path(nb).name, lock is not None, alone, records is not None))
+        return NotebookResult(str(out), env={"device": "cuda"}, seconds=0.1)
+
+    monkeypatch.setattr(run_mod, "resolve", lambda names: [plain, timed, mapper])
+    monkeypatch.setattr(course_env, "resolve_device", lambda device: "cuda")
+    monkeypatch.setattr(run_mod, "execute", fake_execute)
+    monkeypatch.setattr(run_mod, "write_run_records", lambda results, finished, out_dir: out_dir / "records")
+    monkeypatch.setattr(run_mod, "write_report", lambda report, out_dir: None)
+    monkeypatch.setattr(run_mod, "environment_summary", lambda device: {"device": device})
+    assert run_mod.run([], device="cuda", out=tmp_path / "run", jobs=1) == 0
+    assert calls[-1] == ("ch97_map.ipynb", False, False, True)  # the map last, over this run's records
+    # one job at a time: the course order, and no lock needed
+    assert calls[:2] == [("ch96_plain.ipynb", False, False, False), ("ch95_timed.ipynb", False, False, False)]
+    calls.clear()
+    assert run_mod.run([], device="cuda", out=tmp_path / "run2", jobs=2) == 0
+    assert calls[0] == ("ch95_timed.ipynb", True, True, False)  # the alone chapter starts first, takes the lock
+    assert ("ch96_plain.ipynb", True, False, False) in calls and calls[-1] == ("ch97_map.ipynb", False, False, True)
