@@ -18,7 +18,7 @@ BUNDLE ?= gpu-bundle
 GPU_SITE ?= .gpu-site
 SHARD ?=
 # JOBS: notebooks executed at once by `make run`; GPU_JOBS: by `make gpu-run` (8 on the 16-core H200 host
-# kept every figure true; chapters marked `course.alone` hold the machine alone for their measured cells)
+# kept every figure true; chapters marked `course.alone` measure alone, one at a time, after the others)
 JOBS ?= 1
 GPU_JOBS ?= 8
 

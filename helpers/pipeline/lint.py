@@ -127,21 +127,31 @@ def lint_notebook(path: str | Path) -> list[str]:
                         break
                 if "expect=" not in tail[:end]:
                     problems.append(f"cell {index}: figure(...) without expect=")
-            if "unmeasured" in cell.get("metadata", {}).get("tags", []):
-                problems += [f"cell {index}: {p}" for p in unmeasured_problems(src, nb)]
+    problems += alone_from_problems(nb)
     return [f"{path.name}: {p}" for p in problems]
 
 
-#: What a cell tagged ``unmeasured`` may not contain: a timing, or an expectation only a timing needs.
-MEASURING = re.compile(r"\btiming\.|\bhelpers\.band\(|\bhelpers\.record\(|perf_counter|Event\(")
+#: What a cell before a chapter's ``alone-from-here`` cell may not contain: a timing (a timer, a band, a
+#: figure in seconds), since in a GPU run those cells share the machine with other notebooks.
+MEASURING = re.compile(r"\btiming\.|\bhelpers\.band\(|perf_counter|Event\(|\bfigure\([^)]*?,\s*\"(?:s|ms|µs|us|ns)\"")
 
 
-def unmeasured_problems(src: str, nb: dict) -> list[str]:
-    """Why a cell may not carry the tag ``unmeasured`` (it lets the cell share the machine in a GPU run)."""
-    out = []
+def alone_from_problems(nb: dict) -> list[str]:
+    """Misuse of the tag ``alone-from-here`` (where a course.alone chapter starts to need the machine alone)."""
+    code = [(i, c) for i, c in enumerate(nb["cells"]) if c.get("cell_type") == "code"]
+    tagged = [i for i, c in code if "alone-from-here" in c.get("metadata", {}).get("tags", [])]
+    if not tagged:
+        return []
     if not (nb.get("metadata", {}).get("course") or {}).get("alone"):
-        out.append("tag 'unmeasured' outside a chapter marked course.alone: it has no effect there")
-    hit = MEASURING.search(src)
-    if hit:
-        out.append(f"tagged 'unmeasured' but it measures ({hit.group(0)!r}): it would share the machine while timing")
+        return [f"cell {tagged[0]}: tag 'alone-from-here' outside a chapter marked course.alone"]
+    if len(tagged) > 1:
+        return [f"cells {tagged}: tag 'alone-from-here' on more than one cell"]
+    out = []
+    for i, c in code:
+        if i >= tagged[0]:
+            break
+        hit = MEASURING.search(_source(c))
+        if hit:
+            out.append(f"cell {i} comes before the 'alone-from-here' cell but measures ({hit.group(0)!r}): "
+                       "in a GPU run it would share the machine while timing; move the tag up")
     return out

@@ -140,24 +140,25 @@ def environment_summary(device: str) -> dict:
     return {k: v for k, v in env.as_dict().items() if k not in ("chapter", "extra", "scale")}
 
 
-def lock_environment(notebook: Path, lock: Path, alone: bool, log: Path) -> dict:
-    """The environment that makes a notebook's cells take the run's lock (``helpers.core.machine_lock``).
+#: What papermill reports when a kernel dies before it has answered, that is, before any cell ran.
+KERNEL_DIED_AT_START = "Kernel died before replying to kernel_info"
 
-    Every cell of an ``alone`` notebook takes it exclusively, except those tagged ``unmeasured``; every
-    cell of the others takes it shared.
-    """
-    cells = json.loads(Path(notebook).read_text())["cells"] if alone else []
-    return {machine_lock.LOCK_ENV: str(lock), machine_lock.MODE_ENV: "alone" if alone else "shared",
-            machine_lock.UNMEASURED_ENV: ",".join(machine_lock.unmeasured_cells(cells)),
-            machine_lock.LOG_ENV: str(log)}
+
+def lock_environment(notebook: Path, lock: Path, log: Path) -> dict:
+    """The environment that makes an ``alone`` notebook's kernel take the run's lock (``helpers.core.machine_lock``):
+    shared from its setup on, alone from its cell tagged ``alone-from-here`` (or the cell after setup)."""
+    cells = json.loads(Path(notebook).read_text())["cells"]
+    return {machine_lock.LOCK_ENV: str(lock), machine_lock.MODE_ENV: "alone",
+            machine_lock.FROM_ENV: machine_lock.alone_from(cells), machine_lock.LOG_ENV: str(log)}
 
 
 def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: float, cache: Path,
             records: Path | None = None, lock: Path | None = None, alone: bool = False) -> NotebookResult:
     """Run one notebook in a fresh kernel (a papermill child process) and verify what it wrote.
 
-    With ``lock``, its cells take the run's lock: exclusively for an ``alone`` notebook's measured
-    cells, shared otherwise; the time it waited and held the machine alone is written beside ``out``.
+    With ``lock`` (a GPU run of several notebooks at once), an ``alone`` notebook's kernel takes the lock
+    itself (shared, then alone from its first measured cell; how long it waited is written beside
+    ``out``), and for any other notebook this function holds it shared while the notebook runs.
     """
     notebook, out, cache = Path(notebook).resolve(), Path(out).resolve(), Path(cache).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -170,12 +171,17 @@ def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: floa
     env.pop("COURSE_RECORDS_DIR", None)
     if records is not None:
         env["COURSE_RECORDS_DIR"] = str(records)
-    for key in (machine_lock.LOCK_ENV, machine_lock.MODE_ENV, machine_lock.UNMEASURED_ENV, machine_lock.LOG_ENV):
+    for key in (machine_lock.LOCK_ENV, machine_lock.MODE_ENV, machine_lock.FROM_ENV, machine_lock.LOG_ENV):
         env.pop(key, None)
     lock_log = out.with_suffix(".lock.json")
     lock_log.unlink(missing_ok=True)
-    if lock is not None:
-        env.update(lock_environment(notebook, lock, alone, lock_log))
+    sharing = None
+    if lock is not None and alone:
+        env.update(lock_environment(notebook, lock, lock_log))
+    elif lock is not None:
+        sharing = machine_lock.RunLock(lock)
+        waited = sharing.share()  # before the clock starts: waiting for an alone chapter is not this notebook's time
+        lock_log.write_text(json.dumps({"waited_shared_s": round(waited, 2)}))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     cmd = [sys.executable, "-m", "papermill", str(notebook), str(out), "--cwd", str(notebook.parent),
            "-k", "python3", "--no-progress-bar", "--log-level", "WARNING"]
@@ -183,15 +189,24 @@ def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: floa
         if value != "auto":
             cmd += ["-p", key, value]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
     try:
-        log, _ = proc.communicate(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        log, _ = proc.communicate()
-        timed_out = True
+        for attempt in (1, 2):
+            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True, start_new_session=True)
+            try:
+                log, _ = proc.communicate(timeout=max(1.0, timeout - (time.perf_counter() - t0)))
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                log, _ = proc.communicate()
+                timed_out = True
+            # a kernel that dies before it answers (many kernels starting at once) has run nothing: start it again
+            if timed_out or proc.returncode == 0 or KERNEL_DIED_AT_START not in (log or "") or attempt == 2:
+                break
+            print(f"  {notebook.name}: its kernel died before it started; starting it again", flush=True)
+    finally:
+        if sharing is not None:
+            sharing.release()
     seconds = time.perf_counter() - t0
     if out.exists():
         result = verify_notebook(out)
@@ -219,10 +234,11 @@ def run(names: list[str], *, device="auto", scale="auto", shard=None, out=None, 
     """Execute, verify and report; returns the process exit code (0 only if everything passed).
 
     ``jobs`` notebooks run at once (each in its own kernel). On a GPU, with ``jobs`` above 1, the
-    chapters marked to run alone (``runs_alone``) start first, beside them, and every cell of the run
-    takes a run-wide lock: theirs exclusively (except cells tagged ``unmeasured``), the others' shared,
-    so a measured cell has the machine to itself. A chapter that reads the others' records
-    (``runs_after``, the map) runs last, over this run's records. The report keeps the course order.
+    chapters marked to run alone (``runs_alone``) start first, beside the others, and a run-wide lock
+    (``helpers.core.machine_lock``) gives each of them the machine alone from its first measured cell to
+    its end, one at a time, once the other chapters are done; their time limit grows by one ``timeout``
+    per alone chapter, for the waiting. A chapter that reads the others' records (``runs_after``, the
+    map) runs last, over this run's records. The report keeps the course order.
     """
     from ..core.env import resolve_device
 
@@ -243,20 +259,21 @@ def run(names: list[str], *, device="auto", scale="auto", shard=None, out=None, 
 
     def one(nb: Path, records: Path | None = None, lock: Path | None = None) -> NotebookResult:
         print(f"running {nb.name} ...", flush=True)
-        result = execute(nb, out_dir / nb.name, device=device, scale=scale, timeout=timeout, cache=cache,
+        limit = timeout * (1 + len(alone)) if lock is not None and nb in alone else timeout
+        result = execute(nb, out_dir / nb.name, device=device, scale=scale, timeout=limit, cache=cache,
                          records=records, lock=lock, alone=nb in alone)
         print("\n".join([f"  {nb.name}: {result.status} in {result.seconds} s; figures {result.counts()}"]
                         + [f"  - {p}" for p in result.problems]), flush=True)
         return result
 
-    # On a GPU, chapters marked `course.alone` start first and hold the machine alone for their measured
-    # cells (the run-wide lock); the rest run `jobs` at once beside them, in cells that share it.
+    # On a GPU, chapters marked `course.alone` start first; their unmeasured first cells run beside the
+    # others (`jobs` at once), and the run-wide lock then gives each the machine alone, one at a time.
     # A chapter that reads the others' records (the map) goes last on a GPU, over this run's records.
     together, alone, after = schedule(notebooks, device_resolved, jobs)
     lock = out_dir / "machine.lock" if alone else None
     if alone:
-        print(f"{len(alone)} chapter(s) with wall-clock GPU figures hold the machine alone for their measured "
-              "cells: " + ", ".join(nb.name for nb in alone), flush=True)
+        print(f"{len(alone)} chapter(s) with wall-clock GPU figures start now and measure alone once the others "
+              "are done: " + ", ".join(nb.name for nb in alone), flush=True)
     first = alone + together
     # threads only wait on papermill processes; an alone chapter waiting for the lock keeps its own slot
     with ThreadPoolExecutor(max_workers=max(1, jobs + len(alone))) as pool:
@@ -316,10 +333,11 @@ def write_report(report: dict, out_dir: Path) -> None:
         chapter = CHAPTER_FILE.match(name).group(1) if CHAPTER_FILE.match(name) else None
         book = canonical(chapter) if chapter else None
         lines += [f"## {name}: {nb['status']} ({nb['seconds']} s)", ""]
-        if nb.get("lock"):
-            held = nb["lock"]
-            lines += [f"Run-wide lock: {held['cells_exclusive']} cells alone ({held['held_exclusive_s']} s), "
-                      f"{held['cells_shared']} shared; waited {held['waited_s']} s.", ""]
+        waited = nb.get("lock") or {}
+        if "waited_alone_s" in waited:
+            lines += [f"Waited {waited['waited_alone_s']} s for the machine alone (the run-wide lock).", ""]
+        elif waited.get("waited_shared_s"):
+            lines += [f"Waited {waited['waited_shared_s']} s to start, while an alone chapter measured.", ""]
         if book:
             lines += [f"This book: {run_label(book.get('env'))}.", ""]
         bad = [f for f in nb["figures"] if f["status"] in ("fail", "unverified")]

@@ -30,7 +30,6 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core import machine_lock
 from ..core.env import cache_root
 from ..core.private import private
 
@@ -553,8 +552,6 @@ class PackageJob:
 
     def __init__(self, proc: subprocess.Popen, started: float):
         self.proc, self.started, self.files = proc, started, None
-        # in a GPU run that shares the machine, no cell that needs it alone starts while the job runs
-        self.hold = machine_lock.hold_for_background()
 
     @classmethod
     def start(cls, program, package_path, cases=None, env=None) -> "PackageJob":
@@ -609,6 +606,3 @@ class PackageJob:
         for f in self.files or ():
             f.close()
         self.files = None
-        if self.hold is not None:
-            self.hold.release()
-            self.hold = None

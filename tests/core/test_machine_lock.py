@@ -14,8 +14,9 @@ import sys, time
 sys.path.insert(0, {root!r})
 from helpers.core.machine_lock import RunLock
 lock = RunLock({path!r})
+{before}
 start = time.time()
-lock.acquire(exclusive={exclusive})
+lock.{how}()
 got = time.time()
 time.sleep({hold})
 lock.release()
@@ -23,8 +24,8 @@ print(start, got, time.time())
 """
 
 
-def _holder(path, exclusive: bool, hold: float) -> subprocess.Popen:
-    code = HOLD.format(root=str(ROOT), path=str(path), exclusive=exclusive, hold=hold)
+def _holder(path, how: str, hold: float, before: str = "") -> subprocess.Popen:
+    code = HOLD.format(root=str(ROOT), path=str(path), how=how, hold=hold, before=before)
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
 
 
@@ -34,25 +35,26 @@ def _times(proc) -> tuple[float, float, float]:
     return start, got, done
 
 
-def test_shared_cells_overlap_and_an_exclusive_cell_waits_for_them(tmp_path):
+def test_sharing_notebooks_overlap_and_an_alone_one_waits_for_all_of_them(tmp_path):
     path = tmp_path / "machine.lock"
-    a, b = _holder(path, False, 1.5), _holder(path, False, 1.5)
-    time.sleep(0.5)  # both shared holders are in
-    c = _holder(path, True, 0.2)
-    ta, tb, tc = _times(a), _times(b), _times(c)
-    assert tb[1] < ta[2] and ta[1] < tb[2]  # the two shared holders overlapped
-    assert tc[1] >= max(ta[2], tb[2]) - 0.05  # the exclusive one started after both had finished
+    a = _holder(path, "share", 1.5)
+    time.sleep(0.4)
+    alone = _holder(path, "take", 0.3)
+    time.sleep(0.4)
+    b = _holder(path, "share", 1.5)  # arrives while the alone one waits: it still starts at once
+    ta, tb, tx = _times(a), _times(b), _times(alone)
+    assert tb[1] - tb[0] < 0.5 and tb[1] < ta[2]  # b did not queue behind the waiting alone notebook
+    assert tx[1] >= max(ta[2], tb[2]) - 0.05  # the alone one measured after both had finished
 
 
-def test_a_waiting_exclusive_cell_goes_before_later_shared_cells(tmp_path):
+def test_alone_notebooks_measure_one_at_a_time_after_their_own_unmeasured_cells(tmp_path):
     path = tmp_path / "machine.lock"
-    first = _holder(path, False, 1.5)
-    time.sleep(0.4)
-    writer = _holder(path, True, 1.0)
-    time.sleep(0.4)
-    late = _holder(path, False, 0.1)  # arrives while the writer waits: it must queue behind the writer
-    t1, tw, tl = _times(first), _times(writer), _times(late)
-    assert tw[1] >= t1[2] - 0.05 and tl[1] >= tw[2] - 0.05
+    # each first holds the lock shared (its unmeasured cells), then trades it for the exclusive lock
+    p1 = _holder(path, "take", 0.8, before="lock.share(); time.sleep(0.5)")
+    p2 = _holder(path, "take", 0.8, before="lock.share(); time.sleep(0.5)")
+    t1, t2 = _times(p1), _times(p2)
+    first, second = sorted([t1, t2], key=lambda t: t[1])
+    assert second[1] >= first[2] - 0.05  # no deadlock, and no overlap of the two alone parts
 
 
 class FakeShell:
@@ -60,55 +62,37 @@ class FakeShell:
         self.events = SimpleNamespace(hooks={}, register=lambda name, fn: self.events.hooks.setdefault(name, []).append(fn))
 
 
-def test_install_takes_the_lock_per_cell_by_the_notebook_mode(tmp_path):
+def test_an_alone_kernel_shares_until_its_first_measured_cell_then_keeps_the_machine(tmp_path):
     log = tmp_path / "lock.json"
-    measured, quiet = "t = timing.wall(f)", "ir = loop_ir(f, x)  # compiles, measures nothing"
+    measured = "t = timing.wall(f)"
     env = {ml.LOCK_ENV: str(tmp_path / "machine.lock"), ml.MODE_ENV: "alone", ml.LOG_ENV: str(log),
-           ml.UNMEASURED_ENV: ml.cell_key(quiet + "\n")}
+           ml.FROM_ENV: ml.cell_key(measured + "\n")}
+    ml._INSTALLED.clear()
     shell = FakeShell()
     lock = ml.install(shell, env)
-    assert ml.install(shell, env) is lock  # a second setup() in the same kernel adds no hooks
-    (before,), (after,) = shell.events.hooks["pre_run_cell"], shell.events.hooks["post_run_cell"]
-    after(None)  # the setup cell ends without having taken the lock
-    before(SimpleNamespace(raw_cell=measured))
-    assert lock.held == "exclusive"
-    after(None)
-    before(SimpleNamespace(raw_cell=quiet))
+    assert lock.held == "shared" and ml.install(shell, env) is lock  # a second setup() adds no hook
+    (before,) = shell.events.hooks["pre_run_cell"]
+    before(SimpleNamespace(raw_cell="ir = loop_ir(f, x)  # a compile that times nothing"))
     assert lock.held == "shared"
-    after(None)
-    assert lock.held is None
-    logged = json.loads(log.read_text())
-    assert logged["cells_exclusive"] == 1 and logged["cells_shared"] == 1 and logged["waited_s"] >= 0
-    shared = ml.install(FakeShell(), {**env, ml.MODE_ENV: "shared"})
-    shared.acquire(exclusive=False)
-    assert shared.held == "shared"
-    shared.release()
+    before(SimpleNamespace(raw_cell=measured))
+    assert lock.held == "exclusive" and json.loads(log.read_text())["waited_alone_s"] >= 0
+    before(SimpleNamespace(raw_cell="x = 1"))
+    assert lock.held == "exclusive"  # kept to the notebook's end
+    lock.release()
+    ml._INSTALLED.clear()
+    shell = FakeShell()
+    untagged = ml.install(shell, {**env, ml.FROM_ENV: ""})  # no tag: alone from the cell after setup
+    shell.events.hooks["pre_run_cell"][0](SimpleNamespace(raw_cell='device = "auto"'))
+    assert untagged.held == "exclusive"
+    untagged.release()
+    ml._INSTALLED.clear()
+    assert ml.install(FakeShell(), {**env, ml.MODE_ENV: "shared"}) is None  # the runner holds it for them
     assert ml.install(FakeShell(), {}) is None and ml.install(None, env) is None
 
 
-def test_unmeasured_cells_are_found_by_their_tag():
-    cells = [{"cell_type": "code", "source": ["ir = loop_ir(f, x)\n", "print(ir)"], "metadata": {"tags": ["unmeasured"]}},
-             {"cell_type": "code", "source": "t = timing.wall(f)", "metadata": {}},
-             {"cell_type": "markdown", "source": "text", "metadata": {"tags": ["unmeasured"]}}]
-    assert ml.unmeasured_cells(cells) == [ml.cell_key("ir = loop_ir(f, x)\nprint(ir)")]
-
-
-def test_a_background_hold_keeps_alone_cells_out_until_it_is_released(tmp_path):
-    path = tmp_path / "machine.lock"
-    shell = FakeShell()
-    env = {ml.LOCK_ENV: str(path), ml.MODE_ENV: "shared"}
-    ml._INSTALLED.clear()
-    lock = ml.install(shell, env)
-    assert ml.hold_for_background() is None  # outside a cell: nothing to extend
-    shell.events.hooks["pre_run_cell"][0](SimpleNamespace(raw_cell="job = start()"))
-    hold = ml.hold_for_background()
-    shell.events.hooks["post_run_cell"][0](None)  # the cell ends; the background process goes on
-    assert lock.held is None and hold is not None
-    writer = _holder(path, True, 0.1)
-    time.sleep(1.0)
-    hold.release()
-    released = time.time()
-    _, got, _ = _times(writer)
-    assert got >= released - 0.05  # the alone cell started only after the hold was released
-    hold.release()  # twice is harmless
-    ml._INSTALLED.clear()
+def test_the_first_measured_cell_is_found_by_its_tag():
+    cells = [{"cell_type": "code", "source": ["ir = loop_ir(f, x)\n", "print(ir)"], "metadata": {}},
+             {"cell_type": "code", "source": ["t = timing.wall(f)\n", "print(t)"], "metadata": {"tags": ["alone-from-here"]}},
+             {"cell_type": "markdown", "source": "text", "metadata": {"tags": ["alone-from-here"]}}]
+    assert ml.alone_from(cells) == ml.cell_key("t = timing.wall(f)\nprint(t)")
+    assert ml.alone_from(cells[:1]) == ""

@@ -62,13 +62,22 @@ def test_lint_reports_both_in_a_notebook(tmp_path):
     assert "comparison 'several times'" in problems and "role inside a code span" in problems
 
 
-def test_the_unmeasured_tag_is_only_for_cells_of_alone_chapters_that_time_nothing():
-    from helpers.pipeline.lint import unmeasured_problems
+def test_the_alone_from_here_tag_follows_every_cell_that_times():
+    from helpers.pipeline.lint import alone_from_problems
 
-    alone, shared = {"metadata": {"course": {"alone": "wall-clock timings"}}}, {"metadata": {}}
-    assert unmeasured_problems("ir = loop_ir(f, x)\nhelpers.figure('n', 2, expect=helpers.exact(2))", alone) == []
-    assert "outside a chapter marked course.alone" in unmeasured_problems("x = 1", shared)[0]
-    for timed in ("t = timing.interleaved(fns, x)", "helpers.figure('s', s, expect=helpers.record())",
+    def nb(*sources, alone=True, tag_at=-1):
+        cells = [{"cell_type": "code", "source": src, "metadata": {}} for src in sources]
+        cells[tag_at]["metadata"]["tags"] = ["alone-from-here"]
+        return {"cells": cells, "metadata": {"course": {"alone": "timings"}} if alone else {}}
+
+    compile_cell = "ir = loop_ir(f, x)\nhelpers.figure('n', 2, expect=helpers.exact(2))\nhelpers.figure('e', e, expect=helpers.record())"
+    assert alone_from_problems(nb(compile_cell, "t = timing.interleaved(fns, x)")) == []
+    assert "outside a chapter marked course.alone" in alone_from_problems(nb("x = 1", alone=False))[0]
+    for timed in ("t = timing.interleaved(fns, x)", "helpers.figure('s', s, \"s\", expect=helpers.record())",
                   "t0 = time.perf_counter()", "start = torch.cuda.Event(enable_timing=True)",
                   "helpers.figure('r', r, expect=helpers.band(cpu=(1, 2)))"):
-        assert "it measures" in unmeasured_problems(timed, alone)[0], timed
+        problems = alone_from_problems(nb(timed, "y = 2"))
+        assert problems and "move the tag up" in problems[0], timed
+    two = nb("a = 1", "b = 2")
+    two["cells"][0]["metadata"]["tags"] = ["alone-from-here"]
+    assert "more than one cell" in alone_from_problems(two)[0]
