@@ -162,18 +162,21 @@ def test_a_compiler_is_probed_for_how_it_links_the_cpp_runtime(tmp_path):
 
 def test_choose_compiler_replaces_one_that_links_the_runtime_in(tmp_path, monkeypatch):
     config = xa.private("torch._inductor.config")
-    monkeypatch.setattr(config.cpp, "cxx", config.cpp.cxx)  # restored after the test
-    static = _static_wrapper(tmp_path)
-    monkeypatch.setenv("CXX", static)
-    xa.use_compiler(static)
-    own, used = xa.choose_compiler()
-    assert own.path == static and own.named_by == "CXX" and own.runtime == "static"
-    assert used.shares_runtime and used.path != static
-    assert config.cpp.cxx == (None, used.path) and xa.os.environ["CXX"] == used.path
-    monkeypatch.setenv("CXX", "g++")
-    xa.use_compiler("g++")
-    own, used = xa.choose_compiler()
-    assert own is used and own.shares_runtime and config.cpp.cxx == (None, "g++")
+    saved = config.cpp.cxx  # restored by hand: monkeypatch's undo deletes a setting of torch's config module
+    try:
+        static = _static_wrapper(tmp_path)
+        monkeypatch.setenv("CXX", static)
+        xa.use_compiler(static)
+        own, used = xa.choose_compiler()
+        assert own.path == static and own.named_by == "CXX" and own.runtime == "static"
+        assert used.shares_runtime and used.path != static
+        assert config.cpp.cxx == (None, used.path) and xa.os.environ["CXX"] == used.path
+        monkeypatch.setenv("CXX", "g++")
+        xa.use_compiler("g++")
+        own, used = xa.choose_compiler()
+        assert own is used and own.shares_runtime and config.cpp.cxx == (None, "g++")
+    finally:
+        config.cpp.cxx = saved
 
 
 def test_a_failed_child_is_described_from_its_exit_and_stderr():
