@@ -62,12 +62,14 @@ def cpu_clock():
     return time.perf_counter, "wall per call"
 
 
-def wall(fn, *args, repeats: int = 30, warmup: int = 3, target: float = 0.01, device: str | None = None) -> Timing:
+def wall(fn, *args, repeats: int = 30, warmup: int = 3, target: float = 0.01, device: str | None = None,
+         clock: str = "auto") -> Timing:
     """Time per call as a loop sees it, launch overheads included.
 
     On CUDA each sample is a back-to-back batch of calls between two events, so CPU-side
     overhead shows up whenever it is larger than the GPU work. On a CPU it is the calling thread's CPU
-    time when torch runs on one thread (``cpu_clock``), otherwise wall time.
+    time when torch runs on one thread (``cpu_clock``), otherwise wall time; ``clock="wall"`` asks for
+    wall time on a CPU too (to set against another wall-clock time, such as a compile's).
     """
     cuda = device == "cuda" if device else _is_cuda(args)
     for _ in range(warmup):
@@ -87,14 +89,14 @@ def wall(fn, *args, repeats: int = 30, warmup: int = 3, target: float = 0.01, de
             end.synchronize()
             samples.append(start.elapsed_time(end) / 1e3 / inner)
         return _summarise(samples, inner, "wall per call")
-    clock, what = cpu_clock()
+    timer, what = cpu_clock() if clock == "auto" else (time.perf_counter, "wall per call")
     inner = _calibrate(lambda: fn(*args), target)
     samples = []
     for _ in range(repeats):
-        t0 = clock()
+        t0 = timer()
         for _ in range(inner):
             fn(*args)
-        samples.append((clock() - t0) / inner)
+        samples.append((timer() - t0) / inner)
     return _summarise(samples, inner, what)
 
 

@@ -36,3 +36,15 @@ def test_kernel_table_counts_launches_and_time_per_call_slowest_first():
     table = kernel_table(events, calls=2)
     assert list(table) == ["gemm", "relu", "memset"]
     assert table["gemm"] == (1.0, 30.0) and table["relu"] == (1.0, 1.0) and table["memset"] == (0.5, 0.25)
+
+
+def test_wall_can_be_asked_for_on_a_cpu_too():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        napping = timing.wall(lambda: time.sleep(0.002), repeats=3, warmup=0, clock="wall")
+        working = timing.wall(lambda: time.sleep(0.002), repeats=3, warmup=0)
+    finally:
+        torch.set_num_threads(threads)
+    assert napping.what == "wall per call" and napping.median >= 0.0015  # a sleep is wall time
+    assert working.what.startswith("CPU time") and working.median < 0.001  # and no CPU time

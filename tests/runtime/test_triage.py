@@ -97,6 +97,10 @@ def test_a_model_too_small_to_gain_is_not_faster_and_loses_the_bet():
     assert d["compiled_s"] > d["eager_s"] and statuses(r)["steady_time"] == "problem"
     assert d["bet"]["break_even_calls"] is None and r.bet.startswith("compiling never pays off")
     assert d["first_call_s"] > d["compiled_s"] and d["clock"].startswith("CPU time per call (one thread)")
+    # the bet sets the first call's wall time against steady calls' wall time, never against CPU time
+    bet = d["bet"]
+    assert bet["clock"] == "wall" and (bet["eager_s"], bet["compiled_s"]) == (d["eager_wall_s"], d["compiled_wall_s"])
+    assert bet["compile_s"] == max(d["first_call_s"] - d["compiled_wall_s"], 0.0) and "of wall time" in r.bet
 
 
 def test_inputs_that_do_not_match_the_model_stop_the_triage_before_compiling():
