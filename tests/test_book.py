@@ -96,6 +96,31 @@ def test_glue_is_resolved_in_the_html(built_book):
     assert "768" in pasted and "128" in pasted and len(pasted) > 20
 
 
+@pytest.mark.book
+def test_code_spans_in_glued_phrases_render_as_code(built_book):
+    """A phrase that helpers.words glued with `backticks` shows code, not backticks (_ext/glued_code.py)."""
+    problems = []
+    for page in chapter_pages(built_book["html"]):
+        for span in re.findall(r'<span class="pasted-text">(.*?)</span>', page.read_text(encoding="utf-8"), re.S):
+            if "`" in span:
+                problems.append(f"{page.name}: {span[:100]}")
+    assert not problems, "\n".join(problems)
+    ch28 = (built_book["html"] / "chapters" / "ch28_custom_backend.html").read_text(encoding="utf-8")
+    assert re.search(r'class="pasted-text">[^<]*<code[^>]*>(?:<span[^>]*>)?onnxrt', ch28)
+
+
+def test_split_code_spans():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "_ext"))
+    from glued_code import split_code_spans
+
+    parts = split_code_spans("does not list `onnxrt`, nor `tvm`.")
+    assert [type(p).__name__ for p in parts] == ["Text", "literal", "Text", "literal", "Text"]
+    assert "".join(p.astext() for p in parts) == "does not list onnxrt, nor tvm."
+    assert [p.astext() for p in split_code_spans("no code here")] == ["no code here"]
+
+
 @pytest.mark.browser
 def test_chapter_page_renders_in_headless_chromium(built_book, tmp_path):
     browser = chromium()
