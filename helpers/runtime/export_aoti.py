@@ -213,10 +213,7 @@ class Compiler:
 
 def elf_needed(blob: bytes) -> list[str]:
     """The shared libraries a 64-bit little-endian ELF file asks the dynamic loader for (DT_NEEDED) (ch29)."""
-    elf_sections(blob)  # checks the header
-    (shoff,) = struct.unpack_from("<Q", blob, 0x28)
-    shentsize, shnum, _ = struct.unpack_from("<HHH", blob, 0x3A)
-    headers = [struct.unpack_from("<IIQQQQI", blob, shoff + i * shentsize) for i in range(shnum)]
+    headers, _ = _section_headers(blob)
     found = []
     for _name, kind, _flags, _addr, offset, size, link in headers:
         if kind != 6:  # SHT_DYNAMIC: (tag, value) pairs; its sh_link is the string table they point into
@@ -421,20 +418,25 @@ def sources(path) -> str:
         return "\n".join(z.read(n).decode() for n in z.namelist() if n.endswith(".cpp"))
 
 
-def elf_sections(blob: bytes) -> dict[str, int]:
-    """Section name → size in bytes of a 64-bit little-endian ELF file (ch29)."""
+def _section_headers(blob: bytes) -> tuple[list[tuple], int]:
+    """The section headers of a 64-bit little-endian ELF file, each (name offset, type, flags, address,
+    file offset, size, link), and the file offset of the section names' string table."""
     if blob[:4] != b"\x7fELF" or blob[4] != 2 or blob[5] != 1:
         raise ValueError("not a 64-bit little-endian ELF file")
     (shoff,) = struct.unpack_from("<Q", blob, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", blob, 0x3A)
-    headers = [struct.unpack_from("<IIQQQQ", blob, shoff + i * shentsize) for i in range(shnum)]
-    names_at = headers[shstrndx][4]
+    headers = [struct.unpack_from("<IIQQQQI", blob, shoff + i * shentsize) for i in range(shnum)]
+    return headers, headers[shstrndx][4]
 
-    def name(offset):
-        start = names_at + offset
-        return blob[start:blob.index(b"\0", start)].decode()
 
-    return {name(h[0]): h[5] for h in headers if name(h[0])}
+def _name_at(blob: bytes, start: int) -> str:
+    return blob[start:blob.index(b"\0", start)].decode()
+
+
+def elf_sections(blob: bytes) -> dict[str, int]:
+    """Section name → size in bytes of a 64-bit little-endian ELF file (ch29)."""
+    headers, names_at = _section_headers(blob)
+    return {_name_at(blob, names_at + h[0]): h[5] for h in headers if _name_at(blob, names_at + h[0])}
 
 
 def section_group(name: str) -> str:
@@ -463,14 +465,10 @@ def library_parts(path) -> dict[str, int]:
 
 def section_of(blob: bytes, offset: int) -> str | None:
     """The ELF section holding file offset ``offset``, if any (ch29)."""
-    (shoff,) = struct.unpack_from("<Q", blob, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", blob, 0x3A)
-    headers = [struct.unpack_from("<IIQQQQ", blob, shoff + i * shentsize) for i in range(shnum)]
-    names_at = headers[shstrndx][4]
+    headers, names_at = _section_headers(blob)
     for h in headers:
         if h[1] != 8 and h[4] <= offset < h[4] + h[5]:  # type 8 = NOBITS, no bytes in the file
-            start = names_at + h[0]
-            return blob[start:blob.index(b"\0", start)].decode()
+            return _name_at(blob, names_at + h[0])
     return None
 
 
