@@ -84,12 +84,31 @@ def runs_after(notebook: Path) -> str | None:
     return course_mark(notebook, "after")
 
 
+def recorded_seconds(notebook: Path) -> float | None:
+    """How long the chapter took in the run its committed record (``helpers/canonical``) comes from."""
+    from ..core.numbers import CANONICAL_DIR
+
+    m = CHAPTER_FILE.match(Path(notebook).name)
+    try:
+        return float(json.loads((CANONICAL_DIR / f"{m.group(1)}.json").read_text())["seconds"])
+    except (AttributeError, OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def schedule(notebooks: list[Path], device: str, jobs: int) -> tuple[list[Path], list[Path], list[Path]]:
     """Split a run into the notebooks that share the machine, those that need it alone for their measured
-    cells, and those that read the others' records and so run last (on a GPU)."""
+    cells, and those that read the others' records and so run last (on a GPU).
+
+    With several jobs the sharing notebooks start longest first (by their committed records' times, a
+    chapter without one first of all): a long chapter started last would end the shared part late.
+    """
     after = [nb for nb in notebooks if device == "cuda" and runs_after(nb)]
     alone = [nb for nb in notebooks if device == "cuda" and jobs > 1 and runs_alone(nb) and nb not in after]
-    return [nb for nb in notebooks if nb not in alone and nb not in after], alone, after
+    together = [nb for nb in notebooks if nb not in alone and nb not in after]
+    if jobs > 1:
+        seconds = {nb: recorded_seconds(nb) for nb in together}
+        together.sort(key=lambda nb: -(float("inf") if seconds[nb] is None else seconds[nb]))
+    return together, alone, after
 
 
 def record_of(r, verified: str) -> dict:
@@ -142,6 +161,8 @@ def environment_summary(device: str) -> dict:
 
 #: What papermill reports when a kernel dies before it has answered, that is, before any cell ran.
 KERNEL_DIED_AT_START = "Kernel died before replying to kernel_info"
+#: What it reports when a started kernel never answers (nbclient's ``wait_for_ready``): no cell ran either.
+KERNEL_SILENT_AT_START = "Kernel didn't respond in"
 
 
 def lock_environment(notebook: Path, lock: Path, log: Path) -> dict:
@@ -200,10 +221,12 @@ def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: floa
                 os.killpg(proc.pid, signal.SIGKILL)
                 log, _ = proc.communicate()
                 timed_out = True
-            # a kernel that dies before it answers (many kernels starting at once) has run nothing: start it again
-            if timed_out or proc.returncode == 0 or KERNEL_DIED_AT_START not in (log or "") or attempt == 2:
+            # a kernel that dies or stays silent before it answers (many kernels starting at once) has run
+            # nothing: start it again
+            unstarted = any(words in (log or "") for words in (KERNEL_DIED_AT_START, KERNEL_SILENT_AT_START))
+            if timed_out or proc.returncode == 0 or not unstarted or attempt == 2:
                 break
-            print(f"  {notebook.name}: its kernel died before it started; starting it again", flush=True)
+            print(f"  {notebook.name}: its kernel did not start; starting it again", flush=True)
     finally:
         if sharing is not None:
             sharing.release()

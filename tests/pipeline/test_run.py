@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 from conftest import ROOT
 
@@ -150,6 +151,24 @@ def test_on_a_gpu_chapters_marked_alone_are_scheduled_apart(notebook_factory):
     assert schedule([timed, plain], "cpu", jobs=2) == ([timed, plain], [], [])
 
 
+def test_sharing_chapters_start_longest_first_by_their_records(notebook_factory, tmp_path, monkeypatch):
+    from helpers.core import numbers
+    from helpers.pipeline.run import recorded_seconds, schedule
+
+    short, long_, unknown = (notebook_factory(name, FIG) for name in
+                             ("ch95_short.ipynb", "ch96_long.ipynb", "ch97_new.ipynb"))
+    committed = tmp_path / "canonical"
+    committed.mkdir()
+    (committed / "ch95.json").write_text('{"seconds": 20.5}')
+    (committed / "ch96.json").write_text('{"seconds": 150}')
+    monkeypatch.setattr(numbers, "CANONICAL_DIR", committed)
+    assert recorded_seconds(long_) == 150.0 and recorded_seconds(unknown) is None
+    # a chapter with no record yet may be long: it starts first; one job at a time keeps the course order
+    assert schedule([short, long_, unknown], "cuda", jobs=4)[0] == [unknown, long_, short]
+    assert schedule([short, long_, unknown], "cpu", jobs=2)[0] == [unknown, long_, short]
+    assert schedule([short, long_, unknown], "cuda", jobs=1)[0] == [short, long_, unknown]
+
+
 def test_on_a_gpu_the_map_runs_last_over_this_runs_records(notebook_factory, tmp_path, monkeypatch):
     from helpers.core import numbers
     from helpers.pipeline.run import runs_after, schedule, write_run_records
@@ -248,16 +267,18 @@ def test_a_gpu_run_starts_the_alone_chapters_first_and_gives_every_notebook_the_
     assert ("ch96_plain.ipynb", True, False, False) in calls and calls[-1] == ("ch97_map.ipynb", False, False, True)
 
 
-def test_a_kernel_that_dies_before_it_starts_is_started_once_more(notebook_factory, tmp_path, monkeypatch):
+@pytest.mark.parametrize("words", ["KERNEL_DIED_AT_START", "KERNEL_SILENT_AT_START"])
+def test_a_kernel_that_does_not_start_is_started_once_more(notebook_factory, tmp_path, monkeypatch, words):
     from helpers.pipeline import run as run_mod
 
     nb = notebook_factory("ch99_ok.ipynb", FIG)
     real_popen, launches = subprocess.Popen, []
+    said = getattr(run_mod, words)
 
     def flaky(cmd, **kw):
         launches.append(cmd)
-        if len(launches) == 1:  # the first launch: papermill's words for a kernel that died at start
-            return real_popen([sys.executable, "-c", f"import sys; print({run_mod.KERNEL_DIED_AT_START!r}); sys.exit(1)"], **kw)
+        if len(launches) == 1:  # the first launch: papermill's words for a kernel that died or stayed silent
+            return real_popen([sys.executable, "-c", f"import sys; print({said!r}); sys.exit(1)"], **kw)
         return real_popen(cmd, **kw)
 
     monkeypatch.setattr(run_mod.subprocess, "Popen", flaky)
