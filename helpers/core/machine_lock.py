@@ -9,11 +9,13 @@ a run every notebook holds one lock file (``flock``):
   the kernel starts and drops it when the notebook ends, background processes included);
 - an ``alone`` chapter's kernel holds it shared from ``helpers.setup`` on, and at its first measured cell
   (the cell tagged ``alone-from-here``, or without that tag the first cell after the setup cell) trades
-  it for an exclusive lock, which it keeps to its end.
+  it for an exclusive lock, which it keeps until its last code cell has run (``COURSE_ALONE_UNTIL``),
+  so the next alone chapter need not wait while nbclient stops this kernel.
 
 An exclusive lock waits until no other notebook holds the lock: the sharing chapters and the alone
 chapters' unmeasured cells run first, side by side, then the alone chapters measure one at a time. The
-lock is the one flock file the run names in the environment; IPython's ``pre_run_cell`` event is the hook.
+lock is the one flock file the run names in the environment; IPython's ``pre_run_cell`` and ``post_run_cell``
+events are the hooks.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from pathlib import Path
 LOCK_ENV = "COURSE_RUN_LOCK"          # the lock file's path; unset: no lock (a run of one notebook at a time)
 MODE_ENV = "COURSE_RUN_LOCK_MODE"     # "alone" for a course.alone chapter's kernel
 FROM_ENV = "COURSE_ALONE_FROM"        # cell_key() of the cell tagged alone-from-here ("" for the cell after setup)
+UNTIL_ENV = "COURSE_ALONE_UNTIL"    # "<cell_key>:<n>": release after the n-th run of that cell, the last code cell
 LOG_ENV = "COURSE_RUN_LOCK_LOG"       # where the kernel writes how long it waited for the machine alone
 ALONE_TAG = "alone-from-here"
 
@@ -83,10 +86,21 @@ def install(shell, environ=os.environ) -> RunLock | None:
     lock.share()
 
     def before(info):
-        if lock.held != "exclusive" and (not start_at or cell_key(info.raw_cell or "") == start_at):
+        if lock.held == "shared" and (not start_at or cell_key(info.raw_cell or "") == start_at):
             lock.take()
 
+    until_key, _, until_n = environ.get(UNTIL_ENV, "").partition(":")
+    seen = [0]
+
+    def after(result):
+        raw = getattr(getattr(result, "info", None), "raw_cell", None) or ""
+        if until_key and cell_key(raw) == until_key:
+            seen[0] += 1
+            if seen[0] >= int(until_n or 1):
+                lock.release()  # the notebook's last code cell has run: the next alone chapter may measure
+
     shell.events.register("pre_run_cell", before)
+    shell.events.register("post_run_cell", after)
     _INSTALLED[id(shell)] = lock
     return lock
 
@@ -97,3 +111,11 @@ def alone_from(cells: list[dict]) -> str:
         if c.get("cell_type") == "code" and ALONE_TAG in c.get("metadata", {}).get("tags", []):
             return cell_key("".join(c["source"]) if isinstance(c["source"], list) else c["source"])
     return ""
+
+
+def alone_until(cells: list[dict]) -> str:
+    """``"<cell_key>:<n>"`` of a notebook's last non-empty code cell (its n-th copy by source), or ""."""
+    keys = [cell_key("".join(c["source"]) if isinstance(c["source"], list) else c["source"])
+            for c in cells if c.get("cell_type") == "code"
+            and ("".join(c["source"]) if isinstance(c["source"], list) else c["source"]).strip()]
+    return f"{keys[-1]}:{keys.count(keys[-1])}" if keys else ""

@@ -167,10 +167,12 @@ KERNEL_SILENT_AT_START = "Kernel didn't respond in"
 
 def lock_environment(notebook: Path, lock: Path, log: Path) -> dict:
     """The environment that makes an ``alone`` notebook's kernel take the run's lock (``helpers.core.machine_lock``):
-    shared from its setup on, alone from its cell tagged ``alone-from-here`` (or the cell after setup)."""
+    shared from its setup on, alone from its cell tagged ``alone-from-here`` (or the cell after setup) until
+    its last code cell has run."""
     cells = json.loads(Path(notebook).read_text())["cells"]
     return {machine_lock.LOCK_ENV: str(lock), machine_lock.MODE_ENV: "alone",
-            machine_lock.FROM_ENV: machine_lock.alone_from(cells), machine_lock.LOG_ENV: str(log)}
+            machine_lock.FROM_ENV: machine_lock.alone_from(cells), machine_lock.LOG_ENV: str(log),
+            machine_lock.UNTIL_ENV: machine_lock.alone_until(cells)}
 
 
 def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: float, cache: Path,
@@ -192,7 +194,8 @@ def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: floa
     env.pop("COURSE_RECORDS_DIR", None)
     if records is not None:
         env["COURSE_RECORDS_DIR"] = str(records)
-    for key in (machine_lock.LOCK_ENV, machine_lock.MODE_ENV, machine_lock.FROM_ENV, machine_lock.LOG_ENV):
+    for key in (machine_lock.LOCK_ENV, machine_lock.MODE_ENV, machine_lock.FROM_ENV, machine_lock.LOG_ENV,
+                machine_lock.UNTIL_ENV):
         env.pop(key, None)
     lock_log = out.with_suffix(".lock.json")
     lock_log.unlink(missing_ok=True)

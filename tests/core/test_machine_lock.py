@@ -96,3 +96,78 @@ def test_the_first_measured_cell_is_found_by_its_tag():
              {"cell_type": "markdown", "source": "text", "metadata": {"tags": ["alone-from-here"]}}]
     assert ml.alone_from(cells) == ml.cell_key("t = timing.wall(f)\nprint(t)")
     assert ml.alone_from(cells[:1]) == ""
+
+
+def test_an_alone_kernel_lets_the_machine_go_after_its_last_code_cell(tmp_path):
+    last = "print('done')"
+    env = {ml.LOCK_ENV: str(tmp_path / "machine.lock"), ml.MODE_ENV: "alone", ml.FROM_ENV: "",
+           ml.UNTIL_ENV: f"{ml.cell_key(last)}:2"}
+    ml._INSTALLED.clear()
+    shell = FakeShell()
+    lock = ml.install(shell, env)
+    (before,), (after,) = shell.events.hooks["pre_run_cell"], shell.events.hooks["post_run_cell"]
+    ran = lambda src: SimpleNamespace(info=SimpleNamespace(raw_cell=src))
+    before(SimpleNamespace(raw_cell="x = 1"))
+    after(ran("x = 1"))
+    before(SimpleNamespace(raw_cell=last))
+    after(ran(last + "\n"))  # its first copy: not yet the notebook's end
+    assert lock.held == "exclusive"
+    after(ran(last))
+    assert lock.held is None
+    before(SimpleNamespace(raw_cell="y = 2"))  # a cell run after the end (by hand) does not take it again
+    assert lock.held is None
+    ml._INSTALLED.clear()
+
+
+def test_the_last_code_cell_is_the_last_non_empty_one_counted_by_copies():
+    code = lambda s: {"cell_type": "code", "source": s, "metadata": {}}
+    cells = [code("print(1)"), code(["x = 2\n", "print(x)"]), code("print(1)\n"), code("  \n"),
+             {"cell_type": "markdown", "source": "text", "metadata": {}}]
+    assert ml.alone_until(cells) == f"{ml.cell_key('print(1)')}:2"
+    second = ml.cell_key("x = 2\nprint(x)")
+    assert ml.alone_until(cells[1:2]) == f"{second}:1"
+    assert ml.alone_until([]) == ""
+
+
+def test_a_real_alone_kernel_frees_the_lock_before_it_exits(tmp_path, monkeypatch):
+    """In a kernel that is slow to exit (an atexit sleep), the next alone chapter gets the machine as soon
+    as the last code cell has run, not when nbclient has stopped the kernel."""
+    import threading
+
+    import nbformat
+    import papermill
+
+    path, stamps = tmp_path / "machine.lock", tmp_path / "stamps"
+    stamps.mkdir()
+    cells = [
+        f"import sys, time, atexit\nsys.path.insert(0, {str(ROOT)!r})\n"
+        "from helpers.core import machine_lock\nmachine_lock.install(get_ipython())\n"
+        "atexit.register(time.sleep, 4)",
+        f"open({str(stamps / 'took')!r}, 'w').write(str(time.time()))",
+        f"time.sleep(0.3)\nopen({str(stamps / 'last')!r}, 'w').write(str(time.time()))",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nb.cells[1].metadata["tags"] = [ml.ALONE_TAG]
+    src = tmp_path / "alone.ipynb"
+    nbformat.write(nb, src)
+    env = {ml.LOCK_ENV: str(path), ml.MODE_ENV: "alone", ml.FROM_ENV: ml.alone_from(nb.cells),
+           ml.UNTIL_ENV: ml.alone_until(nb.cells)}
+    got = {}
+
+    def next_alone_chapter():
+        while not (stamps / "took").exists():
+            time.sleep(0.05)
+        ml.RunLock(path).take()
+        got["t"] = time.time()
+
+    waiter = threading.Thread(target=next_alone_chapter, daemon=True)
+    waiter.start()
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)  # the kernel, a child process, inherits them
+    papermill.execute_notebook(str(src), str(tmp_path / "out.ipynb"), kernel_name="python3",
+                               progress_bar=False, start_timeout=120)
+    returned = time.time()
+    waiter.join(timeout=30)
+    last = float((stamps / "last").read_text())
+    assert "t" in got and got["t"] >= last - 0.05  # it waited for the alone chapter's cells ...
+    assert got["t"] < returned - 2  # ... but not for its kernel to exit

@@ -285,3 +285,16 @@ def test_a_kernel_that_does_not_start_is_started_once_more(notebook_factory, tmp
     monkeypatch.setattr(run_mod.subprocess, "Popen", flaky)
     result = run_one(nb, tmp_path / "out")
     assert len(launches) == 2 and result.ok, result.problems
+
+
+def test_an_alone_chapters_kernel_is_told_where_its_measuring_starts_and_ends(tmp_path):
+    from helpers.core import machine_lock as ml
+    from helpers.pipeline.run import lock_environment
+
+    code = lambda s, tags=(): {"cell_type": "code", "source": s, "metadata": {"tags": list(tags)}, "outputs": []}
+    cells = [code("setup()"), code("t = timing.wall(f)", [ml.ALONE_TAG]), code("print(t)"), code("")]
+    nb = tmp_path / "ch99.ipynb"
+    nb.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    env = lock_environment(nb, tmp_path / "machine.lock", tmp_path / "log.json")
+    assert env[ml.MODE_ENV] == "alone" and env[ml.FROM_ENV] == ml.cell_key("t = timing.wall(f)")
+    assert env[ml.UNTIL_ENV] == f"{ml.cell_key('print(t)')}:1"  # the last code cell that is not empty
