@@ -53,19 +53,25 @@ class VecISA:
         return "no vector ISA" if not self.bit_width else self.name
 
 
-def _test_x86_candidates_at_once() -> None:
-    """Run ``pick_vec_isa``'s per-ISA test builds concurrently, one thread per candidate (ch22).
+_PROBED = False
+
+
+def probe_vec_isas_at_once() -> None:
+    """Run ``pick_vec_isa``'s per-ISA test builds concurrently, one thread per candidate, once per process.
 
     On x86 ``pick_vec_isa`` tests each candidate ISA in turn (``bool(isa)``: build a small program, then
     load it in a fresh Python process; torch 2.11 imports torch there, seconds per candidate on a machine
     with a CUDA build). Each result is cached per process, so testing the same candidates in parallel
-    first gives the same answer sooner; ``pick_vec_isa`` then only reads the cache.
+    first gives the same answer sooner; ``pick_vec_isa`` then only reads the cache. Chapters 18-22 call
+    this before their first CPU compile.
     """
     import platform
     from concurrent.futures import ThreadPoolExecutor
 
-    if platform.machine() not in ("x86_64", "AMD64") or sys.platform != "linux":
+    global _PROBED
+    if _PROBED or platform.machine() not in ("x86_64", "AMD64") or sys.platform != "linux":
         return
+    _PROBED = True
     config = private("torch._inductor.config")
     if config.cpp.vec_isa_ok is not None or config.is_fbcode():
         return
@@ -77,11 +83,16 @@ def _test_x86_candidates_at_once() -> None:
             list(pool.map(bool, candidates))
 
 
+def on_cpu(args) -> bool:
+    """Whether a compile of these arguments writes C++: no argument is a tensor on another device."""
+    return all(str(getattr(a, "device", "cpu")) == "cpu" for a in args)
+
+
 def vec_isa() -> VecISA:
     """Name, bit width, float32 lanes, build macros and arch flags of the ISA ``pick_vec_isa`` chooses (ch22)."""
     import torch
 
-    _test_x86_candidates_at_once()
+    probe_vec_isas_at_once()
     isa = private("torch._inductor.cpu_vec_isa.pick_vec_isa")()
     if not isa:
         return VecISA("none", type(isa).__name__, 0, 1)

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ..core.private import private
+from . import cpp_backend
 from .code import InductorOutput
 from .stages import debug_dump
 
@@ -211,6 +212,8 @@ def loop_ir(fn, *args, codegen: bool = True) -> LoopIR:
     One compile; a function Dynamo splits into several graphs gives the IR of the first. With
     ``codegen=False`` Inductor stops after scheduling: no kernel is written (``code`` is empty).
     """
+    if codegen and cpp_backend.on_cpu(args):
+        cpp_backend.probe_vec_isas_at_once()  # the ISA tests side by side, before the first C++ build
     dump = debug_dump(fn, *args, codegen=codegen)
     pre, post = dump.read("ir_pre_fusion.txt"), dump.read("ir_post_fusion.txt")
     return LoopIR(read_ir(pre), read_ir(post), pre, post, dump.code, dump.result)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from ..core.private import private
 from ..dynamo.logs import capture_logs
 from ..dynamo.state import clear_compile_state
+from . import cpp_backend
 from .code import InductorOutput
 
 
@@ -294,8 +295,9 @@ def schedule(fn, *args, cache: bool = True, **config_patches) -> Schedule:
     config = private("torch._inductor.config")
     run_and_get_code = private("torch._inductor.utils.run_and_get_code")
     patches = {"force_disable_caches": True}
-    if all(str(getattr(a, "device", "cpu")) == "cpu" for a in args):
+    if cpp_backend.on_cpu(args):
         patches["cpp.threads"] = 1  # C++ for one thread, as the course runs CPU code: no OpenMP loops
+        cpp_backend.probe_vec_isas_at_once()  # the ISA tests side by side, before the timed compile
     patches.update({k.replace("__", "."): v for k, v in config_patches.items()})
     sink: list = []
     clear_compile_state()
