@@ -127,8 +127,27 @@ def lint_notebook(path: str | Path) -> list[str]:
                         break
                 if "expect=" not in tail[:end]:
                     problems.append(f"cell {index}: figure(...) without expect=")
+            for call in blind_timers(src):
+                problems.append(f"cell {index}: {call}...) times a lambda without device=: the timer cannot see "
+                                "that it runs on a GPU (it would time the launches on the CPU clock); pass device=")
     problems += alone_from_problems(nb)
     return [f"{path.name}: {p}" for p in problems]
+
+
+def blind_timers(src: str) -> list[str]:
+    """Calls of ``timing.wall``/``interleaved``/``gpu_time`` on a lambda with no ``device=``: the timer
+    tells a GPU run from the tensors among its arguments, and a lambda hands it none."""
+    out = []
+    for call in re.finditer(r"\btiming\.(wall|interleaved|gpu_time)\(\s*lambda\b", src):
+        tail, depth = src[call.end():], 1
+        for end, ch in enumerate(tail):
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0:
+                break
+        if "device=" not in tail[:end]:
+            out.append(call.group(0).split("(")[0] + "(lambda")
+    return out
 
 
 #: What a cell before a chapter's ``alone-from-here`` cell may not contain: a timing (a timer, a band, a

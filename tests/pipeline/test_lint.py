@@ -81,3 +81,12 @@ def test_the_alone_from_here_tag_follows_every_cell_that_times():
     two = nb("a = 1", "b = 2")
     two["cells"][0]["metadata"]["tags"] = ["alone-from-here"]
     assert "more than one cell" in alone_from_problems(two)[0]
+
+
+def test_a_timed_lambda_must_name_its_device():
+    from helpers.pipeline.lint import blind_timers
+
+    assert blind_timers("t = timing.wall(lambda: a @ a, repeats=repeats).us") == ["timing.wall(lambda"]
+    assert blind_timers("t = timing.wall(lambda: f(g(a)), repeats=5, device=ENV.device)") == []
+    assert blind_timers("t = timing.wall(model, x, repeats=5)") == []  # the tensors tell it
+    assert blind_timers("timing.interleaved(lambda: step(x), rounds=3)") == ["timing.interleaved(lambda"]
