@@ -17,10 +17,11 @@ GPU_PYTHON ?= 3.12
 BUNDLE ?= gpu-bundle
 GPU_SITE ?= .gpu-site
 SHARD ?=
-# JOBS: notebooks executed at once by `make run`; GPU_JOBS: by `make gpu-run` (8 on the 16-core H200 host
-# kept every figure true; chapters marked `course.alone` measure alone, one at a time, after the others)
+# JOBS: notebooks executed at once by `make run`; GPU_JOBS: by `make gpu-run` (besides the chapters marked
+# `course.alone`, which measure alone, one at a time, after the others; 10 on the 16-core H200 host, where
+# the longest chapter, ch29, then bounds the shared part)
 JOBS ?= 1
-GPU_JOBS ?= 8
+GPU_JOBS ?= 10
 
 .PHONY: setup book test lint sync lab run publish gpu-bundle gpu-run clean
 
