@@ -118,14 +118,7 @@ def lint_notebook(path: str | Path) -> list[str]:
                 problems.append(f"cell {index}: glue reference {ref!r} has an invalid format spec")
         elif cell.get("cell_type") == "code":
             for call in re.finditer(r"\bfigure\(", src):
-                tail = src[call.end():]
-                depth, end = 1, 0
-                for end, ch in enumerate(tail):
-                    depth += ch == "("
-                    depth -= ch == ")"
-                    if depth == 0:
-                        break
-                if "expect=" not in tail[:end]:
+                if "expect=" not in _call_arguments(src, call.end()):
                     problems.append(f"cell {index}: figure(...) without expect=")
             for call in blind_timers(src):
                 problems.append(f"cell {index}: {call}...) times a lambda without device=: the timer cannot see "
@@ -139,15 +132,20 @@ def blind_timers(src: str) -> list[str]:
     tells a GPU run from the tensors among its arguments, and a lambda hands it none."""
     out = []
     for call in re.finditer(r"\btiming\.(wall|interleaved|gpu_time)\(\s*lambda\b", src):
-        tail, depth = src[call.end():], 1
-        for end, ch in enumerate(tail):
-            depth += ch == "("
-            depth -= ch == ")"
-            if depth == 0:
-                break
-        if "device=" not in tail[:end]:
+        if "device=" not in _call_arguments(src, call.end()):
             out.append(call.group(0).split("(")[0] + "(lambda")
     return out
+
+
+def _call_arguments(src: str, start: int) -> str:
+    """The text of a call's arguments from ``start`` (inside its parentheses) to its closing one."""
+    depth = 1
+    for end in range(start, len(src)):
+        depth += src[end] == "("
+        depth -= src[end] == ")"
+        if depth == 0:
+            return src[start:end]
+    return src[start:]
 
 
 #: What a cell before a chapter's ``alone-from-here`` cell may not contain: a timing (a timer, a band, a
