@@ -29,7 +29,7 @@ from pathlib import Path
 LOCK_ENV = "COURSE_RUN_LOCK"          # the lock file's path; unset: no lock (a run of one notebook at a time)
 MODE_ENV = "COURSE_RUN_LOCK_MODE"     # "alone" for a course.alone chapter's kernel
 FROM_ENV = "COURSE_ALONE_FROM"        # cell_key() of the cell tagged alone-from-here ("" for the cell after setup)
-UNTIL_ENV = "COURSE_ALONE_UNTIL"    # "<cell_key>:<n>": release after the n-th run of that cell, the last code cell
+UNTIL_ENV = "COURSE_ALONE_UNTIL"      # "<cell_key>:<n>": release after the n-th run of that cell, the last code cell
 LOG_ENV = "COURSE_RUN_LOCK_LOG"       # where the kernel writes how long it waited for the machine alone
 ALONE_TAG = "alone-from-here"
 
@@ -109,13 +109,15 @@ def alone_from(cells: list[dict]) -> str:
     """The cell_key() of a notebook's code cell tagged ``alone-from-here``, or "" when none is."""
     for c in cells:
         if c.get("cell_type") == "code" and ALONE_TAG in c.get("metadata", {}).get("tags", []):
-            return cell_key("".join(c["source"]) if isinstance(c["source"], list) else c["source"])
+            return cell_key(_source(c))
     return ""
 
 
 def alone_until(cells: list[dict]) -> str:
     """``"<cell_key>:<n>"`` of a notebook's last non-empty code cell (its n-th copy by source), or ""."""
-    keys = [cell_key("".join(c["source"]) if isinstance(c["source"], list) else c["source"])
-            for c in cells if c.get("cell_type") == "code"
-            and ("".join(c["source"]) if isinstance(c["source"], list) else c["source"]).strip()]
+    keys = [cell_key(_source(c)) for c in cells if c.get("cell_type") == "code" and _source(c).strip()]
     return f"{keys[-1]}:{keys.count(keys[-1])}" if keys else ""
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
