@@ -10,7 +10,11 @@ a run every notebook holds one lock file (``flock``):
 - an ``alone`` chapter's kernel holds it shared from ``helpers.setup`` on, and at its first measured cell
   (the cell tagged ``alone-from-here``, or without that tag the first cell after the setup cell) trades
   it for an exclusive lock, which it keeps until its last code cell has run (``COURSE_ALONE_UNTIL``),
-  so the next alone chapter need not wait while nbclient stops this kernel.
+  so the next alone chapter need not wait while nbclient stops this kernel;
+- a chapter that reads the others' records (``course.after``, the map) starts with the others: its
+  kernel holds the lock shared through its setup, then lets it go and waits, at the cell after the setup
+  cell, until the runner has written this run's records (``COURSE_RECORDS_READY``). Its kernel start
+  and imports so overlap the other chapters, and its cells run after every other chapter has ended.
 
 An exclusive lock waits until no other notebook holds the lock: the sharing chapters and the alone
 chapters' unmeasured cells run first, side by side, then the alone chapters measure one at a time. The
@@ -27,10 +31,11 @@ import time
 from pathlib import Path
 
 LOCK_ENV = "COURSE_RUN_LOCK"          # the lock file's path; unset: no lock (a run of one notebook at a time)
-MODE_ENV = "COURSE_RUN_LOCK_MODE"     # "alone" for a course.alone chapter's kernel
+MODE_ENV = "COURSE_RUN_LOCK_MODE"     # "alone" for a course.alone chapter's kernel, "after" for the map's
 FROM_ENV = "COURSE_ALONE_FROM"        # cell_key() of the cell tagged alone-from-here ("" for the cell after setup)
 UNTIL_ENV = "COURSE_ALONE_UNTIL"      # "<cell_key>:<n>": release after the n-th run of that cell, the last code cell
-LOG_ENV = "COURSE_RUN_LOCK_LOG"       # where the kernel writes how long it waited for the machine alone
+LOG_ENV = "COURSE_RUN_LOCK_LOG"       # where the kernel writes how long it waited (machine alone, or records)
+READY_ENV = "COURSE_RECORDS_READY"    # "after" mode: the file whose appearance lets the map go on past its setup
 ALONE_TAG = "alone-from-here"
 
 
@@ -75,12 +80,15 @@ _INSTALLED: dict = {}
 
 def install(shell, environ=os.environ) -> RunLock | None:
     """In an ``alone`` chapter's kernel of a shared run: hold the lock shared now and take it alone at the
-    first measured cell (once per shell). Anywhere else nothing happens (None)."""
+    first measured cell; in an ``after`` chapter's: see ``install_after`` (once per shell). Anywhere else
+    nothing happens (None)."""
     path = environ.get(LOCK_ENV)
-    if not path or shell is None or environ.get(MODE_ENV) != "alone":
+    if shell is None or id(shell) in _INSTALLED:
+        return _INSTALLED.get(id(shell)) if shell is not None else None
+    if environ.get(MODE_ENV) == "after" and environ.get(READY_ENV):
+        return install_after(shell, environ)
+    if not path or environ.get(MODE_ENV) != "alone":
         return None
-    if id(shell) in _INSTALLED:
-        return _INSTALLED[id(shell)]
     start_at = environ.get(FROM_ENV, "")
     lock = RunLock(path, environ.get(LOG_ENV))
     lock.share()
@@ -101,6 +109,36 @@ def install(shell, environ=os.environ) -> RunLock | None:
 
     shell.events.register("pre_run_cell", before)
     shell.events.register("post_run_cell", after)
+    _INSTALLED[id(shell)] = lock
+    return lock
+
+
+def install_after(shell, environ=os.environ, poll_s: float = 0.1) -> RunLock | None:
+    """In the map's kernel: hold the run's lock shared through the setup (if the run has one), then at the
+    next cell let it go and wait until the records file ``COURSE_RECORDS_READY`` exists.
+
+    The runner writes that file once every other chapter has ended, so none of this notebook's cells after
+    its setup runs beside another chapter. How long it waited goes to ``COURSE_RUN_LOCK_LOG``.
+    """
+    ready, log = Path(environ[READY_ENV]), environ.get(LOG_ENV)
+    lock = RunLock(environ[LOCK_ENV]) if environ.get(LOCK_ENV) else None
+    if lock is not None:
+        lock.share()  # the setup must not run while an alone chapter measures (a kernel that started late)
+    gate = {"open": False}
+
+    def before(info):
+        if gate["open"]:
+            return
+        gate["open"] = True
+        if lock is not None:
+            lock.release()
+        t0 = time.perf_counter()
+        while not ready.exists():
+            time.sleep(poll_s)
+        if log:
+            Path(log).write_text(json.dumps({"waited_records_s": round(time.perf_counter() - t0, 2)}))
+
+    shell.events.register("pre_run_cell", before)
     _INSTALLED[id(shell)] = lock
     return lock
 

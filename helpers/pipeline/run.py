@@ -175,13 +175,46 @@ def lock_environment(notebook: Path, lock: Path, log: Path) -> dict:
             machine_lock.UNTIL_ENV: machine_lock.alone_until(cells)}
 
 
+def after_environment(records: Path, lock: Path | None, log: Path) -> dict:
+    """The environment that makes the map's kernel start with the others and wait, past its setup, for the
+    file ``records/READY`` that the runner writes once every other chapter has ended (``machine_lock``)."""
+    env = {machine_lock.MODE_ENV: "after", machine_lock.READY_ENV: str(records / READY_FILE),
+           machine_lock.LOG_ENV: str(log)}
+    if lock is not None:
+        env[machine_lock.LOCK_ENV] = str(lock)
+    return env
+
+
+#: The file in a run's records folder that says every chapter but the map has ended (``after_environment``).
+READY_FILE = "READY"
+#: The niceness of the sharing chapters that do not bound the shared part of a GPU run (``run``).
+NICE = 5
+
+
+def papermill_command(notebook: Path, out: Path, *, device: str, scale: str, nice: int = 0) -> list[str]:
+    """The papermill child that executes one notebook (under ``nice`` when asked and available)."""
+    import shutil
+
+    cmd = [sys.executable, "-m", "papermill", str(notebook), str(out), "--cwd", str(notebook.parent),
+           "-k", "python3", "--no-progress-bar", "--log-level", "WARNING"]
+    for key, value in (("device", device), ("scale", scale)):
+        if value != "auto":
+            cmd += ["-p", key, value]
+    if nice and shutil.which("nice"):
+        cmd = ["nice", "-n", str(nice)] + cmd
+    return cmd
+
+
 def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: float, cache: Path,
-            records: Path | None = None, lock: Path | None = None, alone: bool = False) -> NotebookResult:
+            records: Path | None = None, lock: Path | None = None, alone: bool = False,
+            after: bool = False, nice: int = 0) -> NotebookResult:
     """Run one notebook in a fresh kernel (a papermill child process) and verify what it wrote.
 
     With ``lock`` (a GPU run of several notebooks at once), an ``alone`` notebook's kernel takes the lock
     itself (shared, then alone from its first measured cell; how long it waited is written beside
-    ``out``), and for any other notebook this function holds it shared while the notebook runs.
+    ``out``), and for any other notebook this function holds it shared while the notebook runs. With
+    ``after`` the notebook (the map) starts now and its kernel waits past its setup until ``records``
+    holds this run's records (``after_environment``). ``nice`` lowers the notebook's CPU priority.
     """
     notebook, out, cache = Path(notebook).resolve(), Path(out).resolve(), Path(cache).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -195,23 +228,21 @@ def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: floa
     if records is not None:
         env["COURSE_RECORDS_DIR"] = str(records)
     for key in (machine_lock.LOCK_ENV, machine_lock.MODE_ENV, machine_lock.FROM_ENV, machine_lock.LOG_ENV,
-                machine_lock.UNTIL_ENV):
+                machine_lock.UNTIL_ENV, machine_lock.READY_ENV):
         env.pop(key, None)
     lock_log = out.with_suffix(".lock.json")
     lock_log.unlink(missing_ok=True)
     sharing = None
-    if lock is not None and alone:
+    if after:
+        env.update(after_environment(Path(records), lock, lock_log))
+    elif lock is not None and alone:
         env.update(lock_environment(notebook, lock, lock_log))
     elif lock is not None:
         sharing = machine_lock.RunLock(lock)
         waited = sharing.share()  # before the clock starts: waiting for an alone chapter is not this notebook's time
         lock_log.write_text(json.dumps({"waited_shared_s": round(waited, 2)}))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
-    cmd = [sys.executable, "-m", "papermill", str(notebook), str(out), "--cwd", str(notebook.parent),
-           "-k", "python3", "--no-progress-bar", "--log-level", "WARNING"]
-    for key, value in (("device", device), ("scale", scale)):
-        if value != "auto":
-            cmd += ["-p", key, value]
+    cmd = papermill_command(notebook, out, device=device, scale=scale, nice=nice)
     t0 = time.perf_counter()
     try:
         for attempt in (1, 2):
@@ -263,10 +294,14 @@ def run(names: list[str], *, device="auto", scale="auto", shard=None, out=None, 
     chapters marked to run alone (``runs_alone``) start first, beside the others, and a run-wide lock
     (``helpers.core.machine_lock``) gives each of them the machine alone from its first measured cell to
     its end, one at a time, once the other chapters are done; their time limit grows by one ``timeout``
-    per alone chapter, for the waiting. A chapter that reads the others' records (``runs_after``, the
-    map) runs last, over this run's records. The report keeps the course order.
+    per alone chapter, for the waiting. The sharing chapters but the longest run at a lower CPU priority
+    (``NICE``), so that the longest one, which would otherwise end the shared part late, is not slowed by
+    them. A chapter that reads the others' records (``runs_after``, the map) runs last, over this run's
+    records; in a run with the lock it starts with the others and waits past its setup for the records.
+    The report keeps the course order.
     """
     from ..core.env import resolve_device
+    from .machine_load import CpuSampler
 
     notebooks = resolve(names)
     device_resolved = resolve_device(device)  # fails loudly for cuda without a GPU
@@ -279,36 +314,61 @@ def run(names: list[str], *, device="auto", scale="auto", shard=None, out=None, 
     out_dir.mkdir(parents=True, exist_ok=True)
     cache = Path(cache) if cache else out_dir / "compile-cache"
     report = {"started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-              "device": device_resolved, "scale": scale, "shard": f"{i}/{n}",
-              "environment": environment_summary(device_resolved), "notebooks": []}
-    report["jobs"] = jobs
-
-    def one(nb: Path, records: Path | None = None, lock: Path | None = None) -> NotebookResult:
-        print(f"running {nb.name} ...", flush=True)
-        limit = timeout * (1 + len(alone)) if lock is not None and nb in alone else timeout
-        result = execute(nb, out_dir / nb.name, device=device, scale=scale, timeout=limit, cache=cache,
-                         records=records, lock=lock, alone=nb in alone)
-        print("\n".join([f"  {nb.name}: {result.status} in {result.seconds} s; figures {result.counts()}"]
-                        + [f"  - {p}" for p in result.problems]), flush=True)
-        return result
+              "device": device_resolved, "scale": scale, "shard": f"{i}/{n}", "jobs": jobs, "notebooks": []}
+    t_run = time.perf_counter()
 
     # On a GPU, chapters marked `course.alone` start first; their unmeasured first cells run beside the
     # others (`jobs` at once), and the run-wide lock then gives each the machine alone, one at a time.
     # A chapter that reads the others' records (the map) goes last on a GPU, over this run's records.
     together, alone, after = schedule(notebooks, device_resolved, jobs)
     lock = out_dir / "machine.lock" if alone else None
+    early = lock is not None  # the map's kernel starts with the others and waits for the records
+    records_dir = out_dir / "records"
+    (records_dir / READY_FILE).unlink(missing_ok=True)
+    longest = together[0] if lock is not None and together else None
+
+    def one(nb: Path, records: Path | None = None, lock: Path | None = None) -> NotebookResult:
+        print(f"running {nb.name} ...", flush=True)
+        waits = lock is not None and nb in alone or nb in after and early
+        limit = timeout * (1 + len(alone) + (nb in after)) if waits else timeout
+        start = time.perf_counter() - t_run
+        result = execute(nb, out_dir / nb.name, device=device, scale=scale, timeout=limit, cache=cache,
+                         records=records, lock=lock, alone=nb in alone, after=nb in after and early,
+                         nice=NICE if lock is not None and nb in together and nb != longest else 0)
+        result.span = [round(start, 1), round(time.perf_counter() - t_run, 1)]
+        print("\n".join([f"  {nb.name}: {result.status} in {result.seconds} s; figures {result.counts()}"]
+                        + [f"  - {p}" for p in result.problems]), flush=True)
+        return result
+
     if alone:
         print(f"{len(alone)} chapter(s) with wall-clock GPU figures start now and measure alone once the others "
               "are done: " + ", ".join(nb.name for nb in alone), flush=True)
+    if longest is not None and len(together) > 1:
+        print(f"the longest sharing chapter, {longest.name}, runs at normal priority; the others at nice {NICE}",
+              flush=True)
     first = alone + together
-    # threads only wait on papermill processes; an alone chapter waiting for the lock keeps its own slot
-    with ThreadPoolExecutor(max_workers=max(1, jobs + len(alone))) as pool:
-        results = dict(zip(first, pool.map(lambda nb: one(nb, lock=lock), first)))
-    if after:
-        records = write_run_records(results, dt.datetime.now(dt.timezone.utc).isoformat()[:10], out_dir)
-        print(f"{', '.join(nb.name for nb in after)} now read(s) this run's records of the "
-              f"{sum(r.ok for r in results.values())} chapter(s) that passed: {records}", flush=True)
-        results.update({nb: one(nb, records) for nb in after})
+    sampler = CpuSampler().start()
+    # threads only wait on papermill processes; an alone chapter waiting for the lock keeps its own slot,
+    # and so does the map when it starts early
+    with ThreadPoolExecutor(max_workers=max(1, jobs + len(alone) + (len(after) if early else 0))) as pool:
+        waiting = {nb: pool.submit(one, nb, records_dir, lock) for nb in after} if early else {}
+        started = {nb: pool.submit(one, nb, None, lock) for nb in first}
+        try:
+            report["environment"] = environment_summary(device_resolved)  # while the notebooks start
+            results = {nb: future.result() for nb, future in started.items()}
+            if after:
+                records = write_run_records(results, dt.datetime.now(dt.timezone.utc).isoformat()[:10], out_dir)
+                print(f"{', '.join(nb.name for nb in after)} now read(s) this run's records of the "
+                      f"{sum(r.ok for r in results.values())} chapter(s) that passed: {records}", flush=True)
+        finally:
+            if waiting:  # let the map's kernel go on, even after a failure here (it then reads what is there)
+                records_dir.mkdir(parents=True, exist_ok=True)
+                (records_dir / READY_FILE).write_text(f"{time.perf_counter() - t_run:.1f} s into the run\n")
+        if after:
+            results.update({nb: future.result() for nb, future in waiting.items()} if early
+                           else {nb: one(nb, records) for nb in after})
+    report["cpu"] = sampler.stop()
+    sampler.write(out_dir / "cpu.tsv")
     report["alone"] = [nb.name for nb in alone]
     report["after"] = [nb.name for nb in after]
     report["notebooks"] = [results[nb].as_dict() for nb in notebooks]
@@ -348,10 +408,13 @@ def write_report(report: dict, out_dir: Path) -> None:
     (out_dir / "report.json").write_text(json.dumps(report, indent=1, default=str))
     env = report["environment"]
     n_fail = sum(nb["counts"].get("fail", 0) for nb in report["notebooks"])
+    cpu = report.get("cpu") or {}
     lines = [f"# Course run {report['started']}", "",
              f"- this run: {run_label(env)}",
              f"- scale {report['scale']}; shard {report['shard']}; {len(report['notebooks'])} chapters",
              f"- result: **{'PASSED' if report['ok'] else 'FAILED'}**" + (f" ({n_fail} figures missed)" if n_fail else ""),
+             *([f"- CPUs: {cpu['cpus']}, on average {cpu['busy_mean']:.0%} busy while the chapters ran "
+                f"({cpu['seconds_at_90pct']:.0f} s at 90 % or more; samples in cpu.tsv)"] if cpu.get("busy_mean") is not None else []),
              "", "Exact figures that fail mean torch behaves differently from the text; band figures that fail "
              "are hardware or timing (each was measured twice before failing where the chapter allows).", ""]
     for nb in report["notebooks"]:
@@ -362,6 +425,9 @@ def write_report(report: dict, out_dir: Path) -> None:
         waited = nb.get("lock") or {}
         if "waited_alone_s" in waited:
             lines += [f"Waited {waited['waited_alone_s']} s for the machine alone (the run-wide lock).", ""]
+        elif "waited_records_s" in waited:
+            lines += [f"Started with the others; waited {waited['waited_records_s']} s after its setup for this "
+                      "run's records (every other chapter ended).", ""]
         elif waited.get("waited_shared_s"):
             lines += [f"Waited {waited['waited_shared_s']} s to start, while an alone chapter measured.", ""]
         if book:

@@ -54,6 +54,7 @@ class NotebookResult:
     status: str = "ok"  # ok / failed / error / timeout
     tables: list[list] = field(default_factory=list)  # rows of the numbers tables (label, series, figure, fmt)
     lock: dict | None = None  # in a GPU run that shares the machine: cells, waiting and exclusive time
+    span: list | None = None  # [start, end] in seconds since the run started (a run of several chapters)
 
     @property
     def ok(self) -> bool:
@@ -68,7 +69,8 @@ class NotebookResult:
     def as_dict(self) -> dict:
         return {"path": self.path, "status": self.status, "ok": self.ok, "seconds": self.seconds,
                 "env": self.env, "counts": self.counts(), "problems": self.problems, "figures": self.figures,
-                "tables": self.tables, **({"lock": self.lock} if self.lock else {})}
+                "tables": self.tables, **({"lock": self.lock} if self.lock else {}),
+                **({"span": self.span} if self.span else {})}
 
 
 def verify_notebook(path: str | Path) -> NotebookResult:

@@ -90,6 +90,42 @@ def test_an_alone_kernel_shares_until_its_first_measured_cell_then_keeps_the_mac
     assert ml.install(FakeShell(), {}) is None and ml.install(None, env) is None
 
 
+def test_the_maps_kernel_shares_through_its_setup_then_waits_for_the_records(tmp_path):
+    import threading
+
+    ready, log, path = tmp_path / "records" / "READY", tmp_path / "lock.json", tmp_path / "machine.lock"
+    env = {ml.LOCK_ENV: str(path), ml.MODE_ENV: "after", ml.READY_ENV: str(ready), ml.LOG_ENV: str(log)}
+    ml._INSTALLED.clear()
+    shell = FakeShell()
+    lock = ml.install(shell, env)
+    assert lock.held == "shared" and ml.install(shell, env) is lock and "post_run_cell" not in shell.events.hooks
+    (before,) = shell.events.hooks["pre_run_cell"]
+
+    def write_records():
+        time.sleep(0.5)
+        other = ml.RunLock(path)
+        other.take()  # the map's kernel let the machine go: an alone chapter can measure while it waits
+        other.release()
+        ready.parent.mkdir()
+        ready.write_text("")
+
+    writer = threading.Thread(target=write_records)
+    writer.start()
+    t0 = time.perf_counter()
+    before(SimpleNamespace(raw_cell='device = "auto"'))
+    writer.join()
+    assert time.perf_counter() - t0 >= 0.5 and lock.held is None
+    assert json.loads(log.read_text())["waited_records_s"] >= 0.5
+    t0 = time.perf_counter()
+    before(SimpleNamespace(raw_cell="x = 1"))  # the gate opens once
+    assert time.perf_counter() - t0 < 0.1
+    ml._INSTALLED.clear()
+    unlocked = FakeShell()  # a run without a lock: only the wait (here the records are there already)
+    assert ml.install(unlocked, {ml.MODE_ENV: "after", ml.READY_ENV: str(ready)}) is None
+    unlocked.events.hooks["pre_run_cell"][0](SimpleNamespace(raw_cell='device = "auto"'))
+    ml._INSTALLED.clear()
+
+
 def test_the_first_measured_cell_is_found_by_its_tag():
     cells = [{"cell_type": "code", "source": ["ir = loop_ir(f, x)\n", "print(ir)"], "metadata": {}},
              {"cell_type": "code", "source": ["t = timing.wall(f)\n", "print(t)"], "metadata": {"tags": ["alone-from-here"]}},

@@ -236,36 +236,94 @@ def test_an_alone_notebook_takes_the_lock_at_its_tagged_cell_and_others_share_it
 
 
 def test_a_gpu_run_starts_the_alone_chapters_first_and_gives_every_notebook_the_lock(notebook_factory, tmp_path, monkeypatch):
+    import time
+
     from helpers.core import env as course_env
     from helpers.pipeline import run as run_mod
     from helpers.pipeline.verify import NotebookResult
 
-    timed, plain, mapper = (notebook_factory(n, FIG) for n in ("ch95_timed.ipynb", "ch96_plain.ipynb", "ch97_map.ipynb"))
+    timed, plain, other, mapper = (notebook_factory(n, FIG) for n in
+                                   ("ch94_timed.ipynb", "ch95_plain.ipynb", "ch96_other.ipynb", "ch97_map.ipynb"))
     for path, mark in ((timed, {"alone": "wall-clock timings"}), (mapper, {"after": "reads the records"})):
         nb = json.loads(path.read_text())
         nb["metadata"]["course"] = mark
         path.write_text(json.dumps(nb))
-    calls = []
+    calls, records_written = [], []
 
-    def fake_execute(nb, out, *, lock=None, alone=False, records=None, **kw):
-        calls.append((Path(nb).name, lock is not None, alone, records is not None))
+    def fake_execute(nb, out, *, lock=None, alone=False, records=None, after=False, nice=0, **kw):
+        if after:  # the map's kernel waits for the records, which the runner writes after all others ended
+            ready, t0 = Path(records) / run_mod.READY_FILE, time.perf_counter()
+            while not ready.exists() and time.perf_counter() - t0 < 30:
+                time.sleep(0.05)
+            assert ready.exists() and records_written
+        calls.append((Path(nb).name, lock is not None, alone, records is not None, after, nice))
         return NotebookResult(str(out), env={"device": "cuda"}, seconds=0.1)
 
-    monkeypatch.setattr(run_mod, "resolve", lambda names: [plain, timed, mapper])
+    def fake_records(results, finished, out_dir):
+        records_written.append(sorted(Path(r.path).name for r in results.values()))
+        return out_dir / "records"
+
+    monkeypatch.setattr(run_mod, "resolve", lambda names: [plain, timed, other, mapper])
     monkeypatch.setattr(course_env, "resolve_device", lambda device: "cuda")
     monkeypatch.setattr(run_mod, "execute", fake_execute)
-    monkeypatch.setattr(run_mod, "write_run_records", lambda results, finished, out_dir: out_dir / "records")
+    monkeypatch.setattr(run_mod, "write_run_records", fake_records)
     monkeypatch.setattr(run_mod, "write_report", lambda report, out_dir: None)
     monkeypatch.setattr(run_mod, "environment_summary", lambda device: {"device": device})
+    monkeypatch.setattr(run_mod, "recorded_seconds", lambda nb: {"ch96": 90.0}.get(Path(nb).name[:4], 20.0))
     assert run_mod.run([], device="cuda", out=tmp_path / "run", jobs=1) == 0
-    assert calls[-1] == ("ch97_map.ipynb", False, False, True)  # the map last, over this run's records
-    # one job at a time: the course order, and no lock needed
-    assert calls[:2] == [("ch96_plain.ipynb", False, False, False), ("ch95_timed.ipynb", False, False, False)]
+    assert calls[-1] == ("ch97_map.ipynb", False, False, True, False, 0)  # the map last, over this run's records
+    # one job at a time: the course order, no lock needed, nobody niced
+    assert calls[:3] == [("ch95_plain.ipynb", False, False, False, False, 0),
+                         ("ch94_timed.ipynb", False, False, False, False, 0),
+                         ("ch96_other.ipynb", False, False, False, False, 0)]
     calls.clear()
+    records_written.clear()
     assert run_mod.run([], device="cuda", out=tmp_path / "run2", jobs=2) == 0
-    # the alone chapter takes the lock itself (it is handed to the pool first, but the pool's threads race)
-    assert ("ch95_timed.ipynb", True, True, False) in calls
-    assert ("ch96_plain.ipynb", True, False, False) in calls and calls[-1] == ("ch97_map.ipynb", False, False, True)
+    # the alone chapter takes the lock itself (it is handed to the pool first, but the pool's threads race);
+    # the longest sharing chapter keeps its priority, the others are niced
+    assert ("ch94_timed.ipynb", True, True, False, False, 0) in calls
+    assert ("ch96_other.ipynb", True, False, False, False, 0) in calls
+    assert ("ch95_plain.ipynb", True, False, False, False, run_mod.NICE) in calls
+    # the map started with the others, holding the lock through its setup, and was told where the records go
+    assert ("ch97_map.ipynb", True, False, True, True, 0) in calls
+    assert records_written == [["ch94_timed.ipynb", "ch95_plain.ipynb", "ch96_other.ipynb"]]
+
+
+def test_the_maps_kernel_is_told_where_the_records_will_be_and_the_lock(tmp_path):
+    from helpers.core import machine_lock as ml
+    from helpers.pipeline.run import READY_FILE, after_environment, papermill_command
+
+    env = after_environment(tmp_path / "records", tmp_path / "machine.lock", tmp_path / "log.json")
+    assert env[ml.MODE_ENV] == "after" and env[ml.READY_ENV] == str(tmp_path / "records" / READY_FILE)
+    assert env[ml.LOCK_ENV] == str(tmp_path / "machine.lock")
+    assert ml.LOCK_ENV not in after_environment(tmp_path / "records", None, tmp_path / "log.json")
+    nb = tmp_path / "ch99.ipynb"
+    plain = papermill_command(nb, tmp_path / "out.ipynb", device="cuda", scale="auto")
+    assert plain[1:3] == ["-m", "papermill"] and plain[-3:] == ["-p", "device", "cuda"]
+    assert papermill_command(nb, tmp_path / "out.ipynb", device="cuda", scale="auto", nice=5)[:3] == ["nice", "-n", "5"]
+
+
+def test_a_real_map_kernel_waits_past_its_setup_for_the_records(notebook_factory, tmp_path):
+    import threading
+    import time
+
+    stamp, records = tmp_path / "went_on_at", tmp_path / "records"
+    nb = notebook_factory("ch97_map.ipynb", f"import pathlib, time\npathlib.Path({str(stamp)!r}).write_text(repr(time.time()))\n" + FIG)
+    written = []
+
+    def write_records_later():
+        time.sleep(5)
+        records.mkdir()
+        (records / "READY").write_text("")
+        written.append(time.time())
+
+    writer = threading.Thread(target=write_records_later)
+    writer.start()
+    result = execute(nb, tmp_path / "out" / nb.name, device="cpu", scale="quick", timeout=120,
+                     cache=tmp_path / "cache", records=records, after=True)
+    writer.join()
+    assert result.ok, result.problems
+    assert result.lock["waited_records_s"] > 0 and float(stamp.read_text()) >= written[0]
 
 
 @pytest.mark.parametrize("words", ["KERNEL_DIED_AT_START", "KERNEL_SILENT_AT_START"])
