@@ -19,7 +19,8 @@ GPU_SITE ?= .gpu-site
 SHARD ?=
 # JOBS: notebooks executed at once by `make run`; GPU_JOBS: by `make gpu-run` (besides the chapters marked
 # `course.alone`, which measure alone, one at a time, after the others). 10 on the 16-core H200 host kept
-# every figure true (runs B, C of d480b1c: 394 s, 425 s); ch29 then took 151 s against 123 s at 8 jobs
+# every figure true: runs A, B, C of daec73d took 338, 332 and 320 s, the sharing chapters but the longest
+# at nice 5 (ch29, the longest, then took 104-113 s; at d480b1c, without nice, 151 s and 394-425 s in all)
 JOBS ?= 1
 GPU_JOBS ?= 10
 
