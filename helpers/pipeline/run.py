@@ -244,6 +244,7 @@ def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: floa
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     cmd = papermill_command(notebook, out, device=device, scale=scale, nice=nice)
     t0 = time.perf_counter()
+    restart = None  # what papermill said when the first kernel did not start, and after how long
     try:
         for attempt in (1, 2):
             proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -260,7 +261,10 @@ def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: floa
             unstarted = any(words in (log or "") for words in (KERNEL_DIED_AT_START, KERNEL_SILENT_AT_START))
             if timed_out or proc.returncode == 0 or not unstarted or attempt == 2:
                 break
-            print(f"  {notebook.name}: its kernel did not start; starting it again", flush=True)
+            said = next(line for line in (log or "").splitlines()
+                        if KERNEL_DIED_AT_START in line or KERNEL_SILENT_AT_START in line)
+            restart = f"after {time.perf_counter() - t0:.1f} s: {said.strip()[:300]}"
+            print(f"  {notebook.name}: its kernel did not start ({restart}); starting it again", flush=True)
     finally:
         if sharing is not None:
             sharing.release()
@@ -271,6 +275,7 @@ def execute(notebook: Path, out: Path, *, device: str, scale: str, timeout: floa
         result = NotebookResult(str(out), status="error")
         result.problems.append("papermill wrote no output notebook:\n" + (log or "")[-2000:])
     result.seconds = round(seconds, 1)
+    result.restart = restart
     if lock_log.exists():
         result.lock = json.loads(lock_log.read_text())
     if timed_out:
@@ -430,6 +435,8 @@ def write_report(report: dict, out_dir: Path) -> None:
                       "run's records (every other chapter ended).", ""]
         elif waited.get("waited_shared_s"):
             lines += [f"Waited {waited['waited_shared_s']} s to start, while an alone chapter measured.", ""]
+        if nb.get("restart"):
+            lines += [f"Its first kernel did not start ({nb['restart']}); it was started once more.", ""]
         if book:
             lines += [f"This book: {run_label(book.get('env'))}.", ""]
         bad = [f for f in nb["figures"] if f["status"] in ("fail", "unverified")]

@@ -55,6 +55,7 @@ class NotebookResult:
     tables: list[list] = field(default_factory=list)  # rows of the numbers tables (label, series, figure, fmt)
     lock: dict | None = None  # in a GPU run that shares the machine: cells, waiting and exclusive time
     span: list | None = None  # [start, end] in seconds since the run started (a run of several chapters)
+    restart: str | None = None  # when its first kernel did not start: after how long, and papermill's words
 
     @property
     def ok(self) -> bool:
@@ -70,7 +71,7 @@ class NotebookResult:
         return {"path": self.path, "status": self.status, "ok": self.ok, "seconds": self.seconds,
                 "env": self.env, "counts": self.counts(), "problems": self.problems, "figures": self.figures,
                 "tables": self.tables, **({"lock": self.lock} if self.lock else {}),
-                **({"span": self.span} if self.span else {})}
+                **({"span": self.span} if self.span else {}), **({"restart": self.restart} if self.restart else {})}
 
 
 def verify_notebook(path: str | Path) -> NotebookResult:

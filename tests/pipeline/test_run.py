@@ -343,6 +343,11 @@ def test_a_kernel_that_does_not_start_is_started_once_more(notebook_factory, tmp
     monkeypatch.setattr(run_mod.subprocess, "Popen", flaky)
     result = run_one(nb, tmp_path / "out")
     assert len(launches) == 2 and result.ok, result.problems
+    assert result.restart.startswith("after ") and said in result.restart  # kept for the report
+    report = {"started": "now", "scale": "auto", "shard": "1/1", "ok": True, "environment": {},
+              "notebooks": [result.as_dict()]}
+    write_report(report, tmp_path / "out")
+    assert "Its first kernel did not start (after " in (tmp_path / "out" / "report.md").read_text()
 
 
 def test_an_alone_chapters_kernel_is_told_where_its_measuring_starts_and_ends(tmp_path):
