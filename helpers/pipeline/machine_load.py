@@ -64,6 +64,7 @@ class CpuSampler:
                 "seconds_at_90pct": round(self.interval * sum(b >= 0.9 for b in shares), 1)}
 
     def write(self, path: Path) -> None:
-        """The samples as a two-column table: seconds since the run started, busy share of all CPUs."""
+        """The samples as a two-column table: seconds since sampling started (as the run's notebooks were
+        handed out), busy share of all CPUs."""
         lines = ["t_s\tbusy"] + [f"{t}\t{b}" for t, b in self.samples]
         Path(path).write_text("\n".join(lines) + "\n")

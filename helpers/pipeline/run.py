@@ -334,7 +334,7 @@ def run(names: list[str], *, device="auto", scale="auto", shard=None, out=None, 
 
     def one(nb: Path, records: Path | None = None, lock: Path | None = None) -> NotebookResult:
         print(f"running {nb.name} ...", flush=True)
-        waits = lock is not None and nb in alone or nb in after and early
+        waits = (lock is not None and nb in alone) or (nb in after and early)  # for the lock, or the records
         limit = timeout * (1 + len(alone) + (nb in after)) if waits else timeout
         start = time.perf_counter() - t_run
         result = execute(nb, out_dir / nb.name, device=device, scale=scale, timeout=limit, cache=cache,
