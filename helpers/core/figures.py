@@ -202,6 +202,7 @@ class Figure:
     torch_minor: str
     device_class: str
     note: str = ""
+    on: str | None = None
     status: str = field(init=False)
     rule: str = field(init=False)
 
@@ -242,12 +243,14 @@ def _display(data: dict, metadata: dict) -> None:
 
 
 def figure(name: str, value, unit: str = "", *, expect: dict, note: str = "", quiet: bool = False,
-           retry=None):
+           retry=None, on: str | None = None):
     """Record ``value`` as figure ``name``: glue it for the prose and check its expectation now.
 
     ``retry``: a function that measures the value again. A timing that misses its band (or sanity
     range) is measured once more before it counts as a failure, and the figure says so: a busy machine
     can spoil one measurement, but not two in a row by the same margin.
+    ``on``: "cpu" for a figure a GPU run measures on its host CPU (chapter 22's C++ kernels), so that the
+    numbers table does not set it beside a series value as if it were the GPU's.
     Prints one line (value, unit, check) unless ``quiet``; returns None.
     """
     if expect is None or expect.get("kind") not in EXPECTATION_KINDS:
@@ -261,8 +264,10 @@ def figure(name: str, value, unit: str = "", *, expect: dict, note: str = "", qu
         fig = Figure(name, value, unit, expect, env.classes, env.torch_minor, env.device_class,
                      (note + "; " if note else "") + f"re-measured once: the first measurement, "
                      f"{format_value(first, unit)}, missed")
+    fig.on = on
     RECORDED[name] = fig
-    meta = {"scrapbook": {"name": name, "mime_prefix": GLUE_PREFIX}, META_KEY: fig.as_meta()}
+    meta = {"scrapbook": {"name": name, "mime_prefix": GLUE_PREFIX},
+            META_KEY: {**fig.as_meta(), **({"on": on} if on else {})}}
     _display({GLUE_PREFIX + "text/plain": repr(value)}, meta)
     if not quiet:
         print(f"{name} = {format_value(value, unit)}  [{check_mark(fig.status, fig.rule)}]"

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from .figures import GLUE_PREFIX, META_KEY, RECORDED, REPLAYED, _display, _plain, check_mark, format_value, with_unit
@@ -14,10 +16,50 @@ CANONICAL_DIR = Path(__file__).resolve().parent.parent / "canonical"
 REFERENCES: dict[str, dict] = {}
 
 
-def reference(name: str, value, unit: str = "", *, source: str) -> None:
-    """Glue a figure the original series reported (quoted data: shown, never checked)."""
+@dataclass(frozen=True)
+class SeriesMachine:
+    """A machine the original series printed its figures on (its syllabus sheet names it) (ch01)."""
+
+    key: str
+    name: str     # as a table cell says it
+    kind: str     # "cuda" or "cpu": what a comparison with the book's run must match
+    torch: str
+    where: str    # how the series ran there
+
+
+# Every series value names one of these where it is declared (``reference(..., on=KEY)``). Days 1-15, 21, 23
+# and 25 ran on the L40S (on Modal); days 16-20, 24 and 26-29 on the author's laptop CPU under macOS
+# (clang, 8 OpenMP threads); day 22's sheet names that laptop's chip, an Apple M1 Max (arm64).
+SERIES_MACHINES: dict[str, SeriesMachine] = {m.key: m for m in (
+    SeriesMachine("l40s", "NVIDIA L40S", "cuda", "2.8.0+cu128", "a cloud GPU (Modal), Python 3.12"),
+    SeriesMachine("laptop", "macOS laptop CPU", "cpu", "2.8.0", "the author's laptop: macOS, clang, 8 OpenMP threads"),
+    SeriesMachine("m1", "Apple M1 Max CPU", "cpu", "2.8.0", "the author's laptop: arm64, macOS, clang, 8 threads"),
+    # quoted, not measured: no machine, so any run may stand beside them
+    SeriesMachine("post", "the series' text", "", "2.8.0", "a figure a post states without a run"),
+    SeriesMachine("pytorch", "PyTorch's announcement", "", "", "the PyTorch 2.0 announcement"),
+    SeriesMachine("datasheet", "vendor datasheet", "", "", "a GPU vendor's published specification"),
+)}
+
+
+def series_machine(key: str | None) -> SeriesMachine | None:
+    """The machine a series value was printed on, or None for a value declared before machines were recorded."""
+    if key is None:
+        return None
+    if key not in SERIES_MACHINES:
+        raise ValueError(f"unknown series machine {key!r}: one of {', '.join(SERIES_MACHINES)}")
+    return SERIES_MACHINES[key]
+
+
+def reference(name: str, value, unit: str = "", *, source: str, on: str) -> None:
+    """Glue a figure the original series reported (quoted data: shown, never checked).
+
+    ``on`` names the machine the series printed it on (a key of ``SERIES_MACHINES``): every table, report
+    row and map row shows it, and a comparison with the book's run says whether the machines are alike.
+    """
+    machine = series_machine(on)
     value = _plain(value)
-    meta = {"name": name, "value": value, "unit": unit, "origin": "reference", "source": source}
+    meta = {"name": name, "value": value, "unit": unit, "origin": "reference", "source": source,
+            "machine": machine.key}
     REFERENCES[name] = meta
     _display({GLUE_PREFIX + "text/plain": repr(value)},
              {"scrapbook": {"name": name, "mime_prefix": GLUE_PREFIX}, META_KEY: meta})
@@ -61,7 +103,7 @@ def table(rows: list[tuple], chapter: str | None = None):
     spec = [list(r) for r in rows]
     record = canonical(chapter) or {"figures": {}, "env": {}}
     env = current_env().as_dict()
-    mine = {name: {"value": f.value, "unit": f.unit, "status": f.status, "rule": f.rule, "note": f.note}
+    mine = {name: {"value": f.value, "unit": f.unit, "status": f.status, "rule": f.rule, "note": f.note, "on": f.on}
             for name, f in RECORDED.items()}
     text = render_table(spec, REFERENCES, record["figures"], record.get("env") or None, mine, env)
     show_markdown(text, metadata={TABLE_META_KEY: {"rows": spec, "chapter": chapter}})
@@ -88,30 +130,98 @@ def render_table(spec: list, series: dict, book: dict, book_env: dict | None, mi
                  mine_env: dict | None = None) -> str:
     """The numbers table as Markdown (a pure function: ``table`` and ``publish`` both call it).
 
-    ``series``: reference name → glued reference; ``book`` and ``mine``: figure name → value, unit,
-    status, rule. Without ``mine`` the table is the book's page: series, book, check.
+    ``series``: reference name → glued reference (with the ``machine`` it was printed on); ``book`` and
+    ``mine``: figure name → value, unit, status, rule. Without ``mine`` the table is the book's page:
+    series, book, check. The series' column names its machine; a time or ratio the series measured on
+    another kind of machine than the book's run (a laptop CPU beside a GPU) is marked as not comparable.
     """
     reader = mine is not None
-    head = ["Figure", "Series (L40S, torch 2.8)", f"This book ({short_device(book_env)})"]
+    used = [series.get(ref) for _, ref, _, _ in spec if ref and series.get(ref)]
+    machines = {s.get("machine") for s in used}
+    one = series_machine(next(iter(machines))) if len(machines) == 1 and None not in machines else None
+    head = ["Figure", series_header(machines), f"This book ({short_device(book_env)})"]
     if reader:
         head += [f"Your run ({short_device(mine_env)})"]
     head += ["Check" + (" (your run)" if reader else "")]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    unlike: set[str] = set()
     for label, ref, name, fmt in spec:
         s = series.get(ref) if ref else None
         b = book.get(name)
-        cells = [label, _fmt(s["value"], fmt, s.get("unit", "")) if s else "—",
-                 _fmt(b["value"], fmt, b.get("unit", "")) if b else "—"]
+        cell = "—"
+        if s:
+            cell = _fmt(s["value"], fmt, s.get("unit", ""))
+            machine = series_machine(s.get("machine"))
+            if machine and one is None:
+                cell += f" ({machine.name})"
+            if machine and b and not comparable(machine, b, book_env):
+                cell += " †"
+                unlike.add(machine.name)
+        cells = [label, cell, _fmt(b["value"], fmt, b.get("unit", "")) if b else "—"]
         judged = (mine or {}).get(name) if reader else b
         if reader:
             cells.append(_fmt(judged["value"], fmt, judged.get("unit", "")) if judged else "not measured here")
         cells.append(_short_check(judged) if judged and judged.get("status") else "—")
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        lines.append("| " + " | ".join(markdown_cell(c) for c in cells) + " |")
+    if unlike:
+        lines += ["", f"† Not a like-for-like pair: the series measured this time or ratio on a CPU "
+                      f"({', '.join(sorted(unlike))}), the book's run on {short_device(book_env)}. Compare it with "
+                      "a CPU run of this chapter (the verification page lists them); counts and names that torch "
+                      "decides compare across machines."]
     lines += ["", f"**This book:** {run_label(book_env)}" + ("." if reader else
               " — the run every output on this page comes from.")]
     if reader:
         lines += ["", f"**Your run:** {run_label(mine_env)}."]
     return "\n".join(lines)
+
+
+def series_cell(s: dict, fmt: str, fig: dict | None, env: dict | None) -> str:
+    """A series value for a report row: the value, its machine, and † where it is no like-for-like pair
+    with ``fig`` of the run ``env`` (a time or ratio from another kind of machine)."""
+    text = _fmt(s["value"], fmt, s.get("unit", ""))
+    machine = series_machine(s.get("machine"))
+    if machine is None:
+        return text
+    mark = " †" if fig and not comparable(machine, fig, env) else ""
+    return f"{text} ({machine.name}){mark}"
+
+
+def series_header(machines: set) -> str:
+    """The series column's header: its one machine, or "torch 2.8" with the machine in each cell."""
+    if len(machines) == 1 and None not in machines:
+        m = series_machine(next(iter(machines)))
+        return f"Series ({m.name}" + (f", torch {m.torch[:3]})" if m.torch else ")")
+    return "Series"
+
+
+def hardware_dependent(fig: dict) -> bool:
+    """A figure whose value the hardware decides: a recorded time or a banded ratio, not an exact count or name."""
+    return fig.get("status") == "record" or not str(fig.get("rule", "")).startswith("==")
+
+
+def comparable(machine: SeriesMachine, fig: dict, env: dict | None) -> bool:
+    """Whether the series' value and the run's figure come from machines of one kind (or the figure is exact).
+
+    The figure's own ``on`` (a CPU measurement inside a GPU run) wins over the run's device.
+    """
+    kind = fig.get("on") or (env or {}).get("device")
+    return not machine.kind or not hardware_dependent(fig) or kind is None or kind == machine.kind
+
+
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+
+
+def markdown_cell(text: str) -> str:
+    """A table cell's text with ``|`` escaped, and ``<``/``>`` outside code spans written as entities, so
+    that ``make_pointwise.<locals>.inner`` is not read as an HTML tag and dropped."""
+    text = str(text).replace("|", "\\|").replace("\n", " ")
+    out, pos = [], 0
+    for m in _CODE_SPAN.finditer(text):
+        out.append(text[pos:m.start()].replace("<", "&lt;").replace(">", "&gt;"))
+        out.append(m.group(0))
+        pos = m.end()
+    out.append(text[pos:].replace("<", "&lt;").replace(">", "&gt;"))
+    return "".join(out)
 
 
 def _short_check(fig: dict) -> str:

@@ -115,9 +115,10 @@ def record_of(r, verified: str) -> dict:
     """A chapter's ``helpers/canonical`` record from its verified notebook ``r``: the run's figures, and the
     series' values it cites (``series``), so that the map (ch30) can show them where only the records ship."""
     chapter = CHAPTER_FILE.match(Path(r.path).name).group(1)
-    figures = {f["name"]: {k: f.get(k) for k in ("value", "unit", "status", "rule")}
+    figures = {f["name"]: {k: f.get(k) for k in ("value", "unit", "status", "rule") + (("on",) if f.get("on") else ())}
                for f in r.figures if f["status"] not in NOT_MEASURED_HERE}
-    series = {f["name"]: {"value": f.get("value"), "unit": f.get("unit", ""), "source": f.get("rule", "")}
+    series = {f["name"]: {"value": f.get("value"), "unit": f.get("unit", ""), "source": f.get("rule", ""),
+                          "machine": f.get("machine")}
               for f in r.figures if f["status"] == "reference"}
     record = {"chapter": chapter, "verified": verified, "env": r.env, "seconds": r.seconds, "figures": figures}
     if series:
@@ -408,7 +409,7 @@ def explain_problem(fig: dict, env: dict) -> str:
 def write_report(report: dict, out_dir: Path) -> None:
     """report.json, and report.md: per chapter, per figure, the series, the book's run and this run."""
     from ..core.figures import check_mark
-    from ..core.numbers import _fmt, canonical, run_label
+    from ..core.numbers import _fmt, canonical, run_label, series_cell
 
     (out_dir / "report.json").write_text(json.dumps(report, indent=1, default=str))
     env = report["environment"]
@@ -421,7 +422,9 @@ def write_report(report: dict, out_dir: Path) -> None:
              *([f"- CPUs: {cpu['cpus']}, on average {cpu['busy_mean']:.0%} busy while the chapters ran "
                 f"({cpu['seconds_at_90pct']:.0f} s at 90 % or more; samples in cpu.tsv)"] if cpu.get("busy_mean") is not None else []),
              "", "Exact figures that fail mean torch behaves differently from the text; band figures that fail "
-             "are hardware or timing (each was measured twice before failing where the chapter allows).", ""]
+             "are hardware or timing (each was measured twice before failing where the chapter allows). Each series "
+             "value names the machine it was printed on; † marks a time or ratio from another kind of machine "
+             "than this run's (a laptop CPU beside a GPU), which is no like-for-like pair.", ""]
     for nb in report["notebooks"]:
         name = Path(nb["path"]).name
         chapter = CHAPTER_FILE.match(name).group(1) if CHAPTER_FILE.match(name) else None
@@ -452,7 +455,7 @@ def write_report(report: dict, out_dir: Path) -> None:
                 s = series.get(ref) if ref else None
                 b = (book or {}).get("figures", {}).get(f["name"])
                 cells = [f"{label} (`{f['name']}`)" if label else f"`{f['name']}`",
-                         _fmt(s["value"], fmt, s.get("unit", "")) if s else "—",
+                         series_cell(s, fmt, f, env) if s else "—",
                          _fmt(b["value"], fmt, b.get("unit", "")) if b else "—",
                          _fmt(f.get("value"), fmt, f.get("unit", "")),
                          check_mark(f["status"], f.get("rule", "")) + (f" ({f['note']})" if f.get("note") else "")]

@@ -178,8 +178,8 @@ def _code_cells(markdown: str) -> list[str]:
 def reference_calls(markdown: str) -> dict[str, tuple]:
     """Every ``helpers.reference("name", value, "unit", ...)`` in a chapter source whose name and value are literals (ch30).
 
-    Returns name → (value, unit). A call built in a loop or from a variable is left out: its value is read
-    from the chapter's executed notebook once the chapter is published.
+    Returns name → (value, unit, machine). A call built in a loop or from a variable is left out: its value is
+    read from the chapter's executed notebook once the chapter is published.
     """
     found = {}
     for code in _code_cells(markdown):
@@ -197,8 +197,9 @@ def reference_calls(markdown: str) -> dict[str, tuple]:
             except ValueError:
                 continue
             unit = next((ast.literal_eval(k.value) for k in node.keywords if k.arg == "unit"), unit)
+            machine = next((ast.literal_eval(k.value) for k in node.keywords if k.arg == "on"), None)
             if isinstance(name, str):
-                found[name] = (value, unit)
+                found[name] = (value, unit, machine)
     return found
 
 
@@ -213,22 +214,25 @@ def notebook_references(chapter: str) -> dict[str, tuple]:
         for out in cell.get("outputs", []):
             meta = (out.get("metadata") or {}).get(META_KEY) or {}
             if meta.get("origin") == "reference":
-                found[meta["name"]] = (meta.get("value"), meta.get("unit", ""))
+                found[meta["name"]] = (meta.get("value"), meta.get("unit", ""), meta.get("machine"))
     return found
 
 
 def series_value(chapter: str, name: str | None) -> tuple | None:
-    """(value, unit) of the series' reference ``name`` in ``chapter``, or None where it cannot be read here (ch30)."""
+    """(value, unit, machine) of the series' reference ``name`` in ``chapter``, or None where it cannot be read
+    here (ch30). ``machine`` is the key of ``SERIES_MACHINES`` the chapter declared it with."""
     if not name:
         return None
     stored = ((canonical_record(chapter) or {}).get("series") or {}).get(name)  # a record that carries them
-    if stored is not None:
-        return stored["value"], stored.get("unit", "")
-    published = notebook_references(chapter)
-    if name in published:
-        return published[name]
-    text = source_text(chapter)
-    return reference_calls(text).get(name) if text else None
+    found = (stored["value"], stored.get("unit", ""), stored.get("machine")) if stored is not None else None
+    if found is None or found[2] is None:
+        found = notebook_references(chapter).get(name) or found
+    if found is None or found[2] is None:
+        text = source_text(chapter)
+        declared = reference_calls(text).get(name) if text else None
+        if declared is not None:
+            found = (found or declared)[:2] + (declared[2],)
+    return found
 
 
 def records_dir() -> Path:
@@ -274,7 +278,7 @@ class Row:
         """The book's value ÷ the series' (both numbers in the same unit), or None."""
         if self.awaiting or self.series is None:
             return None
-        s, s_unit = self.series
+        s, s_unit = self.series[:2]
         v = self.value
         numeric = all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in (v, s))
         if not numeric or s == 0 or s_unit != self.unit:
@@ -309,7 +313,7 @@ def gather(items: list[Gathered] | None = None, *, glue: bool = True, canonical_
                 _glue(item.glue_name, row.value, row.unit,
                       f"{item.chapter}'s canonical run on {row.run['device']} ({row.run['verified']})")
         if glue and row.series is not None and item.series_glue_name not in glued_series:
-            reference(item.series_glue_name, row.series[0], row.series[1],
+            reference(item.series_glue_name, row.series[0], row.series[1], on=row.series[2],
                       source=f"the series' value as {item.chapter} quotes it ({item.series})")
             glued_series.add(item.series_glue_name)
         rows.append(row)

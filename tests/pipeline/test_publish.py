@@ -29,7 +29,7 @@ def _fake_run(tmp_path, ok: bool, device: str, tag: str = "") -> Path:
     return run_dir
 
 
-TABLE = ('helpers.reference("series_graphs", 2, "graphs", source="the series")\n'
+TABLE = ('helpers.reference("series_graphs", 2, "graphs", source="the series", on="l40s")\n'
          'helpers.figure("graphs", 1, "graphs", expect=helpers.exact(1))\n'
          'helpers.figure("ratio", 3.5, "×", expect=helpers.band(cpu=(1, 8)))\n'
          'helpers.table([("graphs", "series_graphs", "graphs", "d"), ("ratio", None, "ratio", ".1f")])')

@@ -22,7 +22,7 @@ def cli(*args):
     return subprocess.run([sys.executable, "-m", "helpers", *args], cwd=ROOT, capture_output=True, text=True)
 
 
-TABLE = ('helpers.reference("series_graphs", 2, "graphs", source="the series")\n'
+TABLE = ('helpers.reference("series_graphs", 2, "graphs", source="the series", on="l40s")\n'
          'helpers.figure("graphs", 1, "graphs", expect=helpers.exact(1))\n'
          'helpers.figure("ratio", 3.5, "×", expect=helpers.band(cpu=(1, 8)))\n'
          'helpers.table([("graphs", "series_graphs", "graphs", "d"), ("ratio", None, "ratio", ".1f")])')
@@ -71,7 +71,7 @@ def test_report_puts_series_book_and_this_run_side_by_side_and_explains_failures
               "environment": result.env, "notebooks": [result.as_dict()]}
     write_report(report, out)
     md = (out / "report.md").read_text()
-    assert "| graphs (`graphs`) | 2 graphs | — | 1 graph | ✓ == 1 |" in md
+    assert "| graphs (`graphs`) | 2 graphs (NVIDIA L40S) | — | 1 graph | ✓ == 1 |" in md
     assert "outside its band (cpu: 5..8): a hardware or timing figure" in md
 
 

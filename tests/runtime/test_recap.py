@@ -50,17 +50,18 @@ def test_declarations_are_unique_and_well_formed():
 
 def test_reference_calls_reads_literal_calls_and_leaves_computed_ones_out():
     src = ('```{code-cell} ipython3\n:tags: [hide-input]\n\n%pip install x\n'
-           'helpers.reference("series_a", 6.12, "×", source="Day 2")\n'
+           'helpers.reference("series_a", 6.12, "×", source="Day 2", on="l40s")\n'
            'helpers.reference("series_b", True, source="Day 2")\n'
            'helpers.reference(name, 3, "ms", source="loop")\n'
            'helpers.reference("series_c", A * 2, "ms", source="computed")\n```\n')
-    assert recap.reference_calls(src) == {"series_a": (6.12, "×"), "series_b": (True, "")}
+    assert recap.reference_calls(src) == {"series_a": (6.12, "×", "l40s"), "series_b": (True, "", None)}
 
 
 def test_series_values_come_from_the_published_notebook_or_the_source():
     # ch02 is published: its series_first_call_s is computed in the source, glued in the notebook
     assert recap.series_value("ch02", "series_first_call_s")[0] == pytest.approx(1.5929)
-    assert recap.series_value("ch02", "series_speedup") == (6.12, "×")
+    assert recap.series_value("ch02", "series_speedup") == (6.12, "×", "l40s")  # its machine, from the source
+    assert recap.series_value("ch24", "series_cold_s")[2] == "laptop"
     assert recap.series_value("ch02", "no_such_reference") is None
     assert recap.series_value("ch02", None) is None
 
