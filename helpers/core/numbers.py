@@ -164,10 +164,11 @@ def render_table(spec: list, series: dict, book: dict, book_env: dict | None, mi
         cells.append(_short_check(judged) if judged and judged.get("status") else "—")
         lines.append("| " + " | ".join(markdown_cell(c) for c in cells) + " |")
     if unlike:
-        lines += ["", f"† Not a like-for-like pair: the series measured this time or ratio on a CPU "
-                      f"({', '.join(sorted(unlike))}), the book's run on {short_device(book_env)}. Compare it with "
-                      "a CPU run of this chapter (the verification page lists them); counts and names that torch "
-                      "decides compare across machines."]
+        lines += ["", f"† Not a like-for-like pair: a time or speed that the series measured on "
+                      f"{' and '.join(sorted(unlike))} and this book's run on another kind of machine "
+                      f"({short_device(book_env)}). Read each against its own machine, or against a run of this "
+                      "chapter on the series' kind of machine (the verification page lists the book's CPU runs); "
+                      "counts and names that torch decides compare across machines."]
     lines += ["", f"**This book:** {run_label(book_env)}" + ("." if reader else
               " — the run every output on this page comes from.")]
     if reader:
@@ -194,18 +195,25 @@ def series_header(machines: set) -> str:
     return "Series"
 
 
-def hardware_dependent(fig: dict) -> bool:
-    """A figure whose value the hardware decides: a recorded time or a banded ratio, not an exact count or name."""
-    return fig.get("status") == "record" or not str(fig.get("rule", "")).startswith("==")
+SPEED_UNITS = {"s", "ms", "µs", "us", "ns", "×"}
+
+
+def speed_figure(fig: dict) -> bool:
+    """A time, a speed-up or a rate the run measured (not an exact ratio of counted bytes): only machines of
+    one kind (CPU with CPU, GPU with GPU) make a like-for-like pair of it."""
+    unit = str(fig.get("unit") or "")
+    exact = str(fig.get("rule", "")).startswith("==")
+    return not exact and (unit in SPEED_UNITS or unit.endswith("/s"))
 
 
 def comparable(machine: SeriesMachine, fig: dict, env: dict | None) -> bool:
-    """Whether the series' value and the run's figure come from machines of one kind (or the figure is exact).
+    """Whether the series' value and the run's figure make a like-for-like pair: machines of one kind, or a
+    figure that is no time or speed (a count, a name, a size).
 
     The figure's own ``on`` (a CPU measurement inside a GPU run) wins over the run's device.
     """
     kind = fig.get("on") or (env or {}).get("device")
-    return not machine.kind or not hardware_dependent(fig) or kind is None or kind == machine.kind
+    return not machine.kind or not speed_figure(fig) or kind is None or kind == machine.kind
 
 
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")

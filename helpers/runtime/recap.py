@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ..core.env import REPO_ROOT
 from ..core.figures import GLUE_PREFIX, META_KEY, REPLAYED, _display, check_mark
-from ..core.numbers import CANONICAL_DIR, _fmt, reference
+from ..core.numbers import CANONICAL_DIR, _fmt, comparable, reference, series_machine
 from ..core.text import show_markdown
 
 ROLES = ("fast", "slow", "fix")
@@ -261,6 +261,17 @@ class Row:
     rule: str = ""
     series: tuple | None = None
     run: dict = field(default_factory=dict)
+    on: str | None = None   # "cpu" for a figure its GPU run measured on the host CPU
+
+    @property
+    def like_for_like(self) -> bool:
+        """The series' value and the book's come from machines of one kind, or the figure is no time or speed
+        (a laptop CPU's compile time beside an H200 run's is not a pair to divide) (ch30)."""
+        if self.awaiting or self.series is None:
+            return True
+        machine = series_machine(self.series[2])
+        fig = {"unit": self.unit, "status": self.status, "rule": self.rule, "on": self.on}
+        return machine is None or comparable(machine, fig, {"device": self.run.get("kind")})
 
     @property
     def awaiting(self) -> bool:
@@ -307,8 +318,9 @@ def gather(items: list[Gathered] | None = None, *, glue: bool = True, canonical_
                            "was it renamed? Update helpers/runtime/recap.py MAP")
         if fig is not None:
             row.value, row.unit, row.status, row.rule = fig["value"], fig.get("unit", ""), fig["status"], fig["rule"]
+            row.on = fig.get("on")
             row.run = {"device": (record.get("env") or {}).get("device_name"), "verified": record.get("verified"),
-                       "torch": (record.get("env") or {}).get("torch")}
+                       "torch": (record.get("env") or {}).get("torch"), "kind": (record.get("env") or {}).get("device")}
             if glue:
                 _glue(item.glue_name, row.value, row.unit,
                       f"{item.chapter}'s canonical run on {row.run['device']} ({row.run['verified']})")
@@ -355,10 +367,13 @@ def map_markdown(rows: list[Row]) -> str:
         if not mine:
             continue
         out += [f"**{ROLE_TITLES[role]}**", "",
-                "| Chapter | Figure | Series (L40S, torch 2.8) | This book | Check in its chapter |",
+                "| Chapter | Figure | Series (torch 2.8; its machine) | This book | Check in its chapter |",
                 "|---|---|---|---|---|"]
         for r in mine:
             s = _fmt(r.series[0], r.item.fmt, r.series[1]) if r.series else "—"
+            machine = series_machine(r.series[2]) if r.series else None
+            if machine:
+                s += f" ({machine.name})" + ("" if r.like_for_like else " †")
             book = AWAITING if r.awaiting else _fmt(r.value, r.item.fmt, r.unit)
             check = "—" if r.awaiting else check_mark(r.status, r.rule)
             out.append("| " + " | ".join([chapter_link(r.item.chapter), _cell(r.item.label), _cell(s), _cell(book),
@@ -368,7 +383,12 @@ def map_markdown(rows: list[Row]) -> str:
     dates = sorted({r.run["verified"] for r in rows if not r.awaiting})
     if runs:
         out.append("**This book:** each chapter's canonical run (" + "; ".join(f"{d}, torch {t}" for d, t in runs)
-                   + f"; verified {', '.join(dates)}). Rows marked *{AWAITING}* fill in when that chapter is published.")
+                   + f"; verified {', '.join(dates)})."
+                   + (f" Rows marked *{AWAITING}* fill in when that chapter is published." if any(r.awaiting for r in rows) else ""))
+    if any(not r.like_for_like for r in rows):
+        out += ["", "† Not a like-for-like pair: a time or speed that the series and this book measured on different "
+                    "kinds of machine (a CPU and a GPU). Read each against its own machine; the picture below leaves "
+                    "these rows out."]
     return "\n".join(out)
 
 
@@ -392,7 +412,7 @@ def ratio_points(rows: list[Row], tolerance: float = 0.02) -> list[Point]:
     points: list[Point] = []
     for r in rows:
         q = r.book_over_series
-        if q is None or q <= 0:
+        if q is None or q <= 0 or not r.like_for_like:
             continue
         near = next((p for p in points if p.chapter == r.item.number and p.role == r.item.role
                      and abs(math.log10(p.ratio) - math.log10(q)) <= tolerance), None)

@@ -41,7 +41,7 @@ def test_mixed_machines_name_each_cell_and_like_pairs_are_not_marked():
 
 def test_a_figure_measured_on_the_host_cpu_pairs_with_a_cpu_series_value():
     laptop = SERIES_MACHINES["laptop"]
-    timed = {"value": 2.0, "status": "record", "rule": "record only"}
+    timed = {"value": 2.0, "unit": "s", "status": "record", "rule": "record only"}
     assert not comparable(laptop, timed, H200)
     assert comparable(laptop, {**timed, "on": "cpu"}, H200)
     assert comparable(SERIES_MACHINES["datasheet"], timed, H200)  # quoted, not measured
@@ -66,3 +66,10 @@ def test_every_series_value_in_the_sources_names_its_machine():
                     if not (isinstance(on, ast.Constant) and on.value in SERIES_MACHINES):
                         missing.append(f"{path.name}: {ast.unparse(node)[:60]}")
     assert not missing, "helpers.reference(...) without on=<one of SERIES_MACHINES>: " + "; ".join(missing)
+
+
+def test_only_times_and_speeds_need_machines_of_one_kind():
+    laptop = SERIES_MACHINES["laptop"]
+    assert not comparable(laptop, {"unit": "×", "status": "pass", "rule": "sm90: 2..9"}, H200)
+    assert comparable(laptop, {"unit": "×", "status": "pass", "rule": "== 4.0"}, H200)       # a ratio of counted bytes
+    assert comparable(laptop, {"unit": "entries", "status": "record", "rule": "record only"}, H200)

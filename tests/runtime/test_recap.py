@@ -154,3 +154,20 @@ def test_the_series_values_come_from_the_records_where_only_they_ship(monkeypatc
     monkeypatch.setattr(recap, "source_text", lambda chapter: None)
     assert recap.series_value("ch25", "series_ro_vs_eager_b8")[0] == 9.45
     assert recap.series_value("ch25", "no_such_reference") is None
+
+
+def test_a_laptop_cpu_time_beside_a_gpu_time_is_marked_and_left_out_of_the_picture():
+    from helpers.runtime.recap import Row, map_markdown, ratio_points
+
+    run = {"device": "NVIDIA H200", "torch": "2.11", "verified": "2026-01-01", "kind": "cuda"}
+    cold = Row(Gathered("ch24", "cold_first_s", "slow", "series_cold_s", "cold first call", ".2f"),
+               value=2.5, unit="s", status="record", rule="record only", series=(3.75, "s", "laptop"), run=run)
+    count = Row(Gathered("ch10", "f_graphs", "slow", "series_f_graphs", "graphs", "d"),
+                value=2, unit="graphs", status="pass", rule="== 2", series=(2, "graphs", "l40s"), run=run)
+    host = Row(Gathered("ch16", "fake_big_ms", "slow", "series_fake_big_ms", "fake matmul", ".3f"), value=0.14,
+               unit="ms", status="record", rule="record only", series=(0.48, "ms", "laptop"), run=run, on="cpu")
+    assert not cold.like_for_like and count.like_for_like and host.like_for_like
+    text = map_markdown([cold, count, host])
+    assert "3.75 s (macOS laptop CPU) †" in text and "2 graphs (NVIDIA L40S) |" in text and "† Not a like-for-like" in text
+    assert "awaiting" not in text   # nothing awaits: no sentence about rows that fill in
+    assert {p.figures[0] for p in ratio_points([cold, count, host])} == {"f_graphs", "fake_big_ms"}
