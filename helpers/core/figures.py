@@ -10,12 +10,14 @@ import math
 from dataclasses import dataclass, field
 
 from .env import verified_torch_for
+from .private import is_unverified
 from .state import current_env
 
 GLUE_PREFIX = "application/papermill.record/"  # myst-nb's prefix for hidden glue outputs
 
 
 META_KEY = "course_figure"
+MOVED_KEY = "moved"  # in a figure's metadata: why a private step did not run on this (unverified) torch
 
 
 _UNSET = object()
@@ -203,11 +205,15 @@ class Figure:
     device_class: str
     note: str = ""
     on: str | None = None
+    moved: str | None = None  # why a private step did not run on this unverified torch (core/private.py)
     status: str = field(init=False)
     rule: str = field(init=False)
 
     def __post_init__(self):
-        self.status, self.rule = check(self.value, self.expect, self.classes, self.torch_minor)
+        if self.moved:  # no value to check: the step that measures it needs internals torch moved
+            self.status, self.rule = "unverified", self.moved
+        else:
+            self.status, self.rule = check(self.value, self.expect, self.classes, self.torch_minor)
 
     def as_meta(self) -> dict:
         return {"name": self.name, "value": self.value, "unit": self.unit, "expect": self.expect,
@@ -256,8 +262,9 @@ def figure(name: str, value, unit: str = "", *, expect: dict, note: str = "", qu
     if expect is None or expect.get("kind") not in EXPECTATION_KINDS:
         raise ValueError(f"figure {name!r} needs expect=exact(...), band(...) or record()")
     env = current_env()
-    value = _plain(value)
-    fig = Figure(name, value, unit, expect, env.classes, env.torch_minor, env.device_class, note)
+    moved = value.reason if is_unverified(value) else None  # a private step torch moved (core/private.py)
+    value = None if moved else _plain(value)
+    fig = Figure(name, value, unit, expect, env.classes, env.torch_minor, env.device_class, note, moved=moved)
     if fig.status == "fail" and retry is not None and expect["kind"] != "exact":
         first = value
         value = _plain(retry())
@@ -267,10 +274,10 @@ def figure(name: str, value, unit: str = "", *, expect: dict, note: str = "", qu
     fig.on = on
     RECORDED[name] = fig
     meta = {"scrapbook": {"name": name, "mime_prefix": GLUE_PREFIX},
-            META_KEY: {**fig.as_meta(), **({"on": on} if on else {})}}
-    _display({GLUE_PREFIX + "text/plain": repr(value)}, meta)
+            META_KEY: {**fig.as_meta(), **({"on": on} if on else {}), **({MOVED_KEY: moved} if moved else {})}}
+    _display({GLUE_PREFIX + "text/plain": repr("unverified" if moved else value)}, meta)
     if not quiet:
-        print(f"{name} = {format_value(value, unit)}  [{check_mark(fig.status, fig.rule)}]"
+        print(f"{name} = {'not measured' if moved else format_value(value, unit)}  [{check_mark(fig.status, fig.rule)}]"
               + (f" ({fig.note})" if fig.note else ""))
     return None
 
@@ -286,9 +293,13 @@ def words(name: str, text: str, *, from_figures: list[str]) -> None:
     missing = [f for f in from_figures if f not in RECORDED and f not in REPLAYED]
     if not from_figures or missing:
         raise ValueError(f"words {name!r} must be derived from recorded figures; not recorded: {missing or 'none given'}")
+    moved = [RECORDED[f].rule for f in from_figures if f in RECORDED and RECORDED[f].moved]
+    if is_unverified(text):  # worded from a private step that torch moved (core/private.py)
+        moved, text = moved or [text.reason], str(text)
     if not isinstance(text, str):
         raise TypeError("words() glues text; record numbers with figure()")
-    meta = {"name": name, "value": text, "unit": "", "origin": "words", "source": ", ".join(from_figures)}
+    meta = {"name": name, "value": text, "unit": "", "origin": "words", "source": ", ".join(from_figures),
+            **({MOVED_KEY: moved[0]} if moved else {})}
     _display({GLUE_PREFIX + "text/plain": text}, {"scrapbook": {"name": name, "mime_prefix": GLUE_PREFIX},
                                                  META_KEY: meta})
 

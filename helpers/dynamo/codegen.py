@@ -14,7 +14,7 @@ import dis
 import types
 from dataclasses import dataclass, field
 
-from ..core.private import private
+from ..core.private import private, private_step
 from ..core.text import columns
 from .bytecode import Ins, instructions
 from .config import dynamo_config, has_setting
@@ -186,6 +186,7 @@ def jumps(fn) -> list[Jump]:
     return out
 
 
+@private_step("bytecode_transformation.transform_code_object and create_instruction")
 def insert_nops(fn, count: int) -> types.CodeType:
     """Round-trip ``fn``'s code through ``transform_code_object``, inserting ``count`` NOPs after RESUME (ch09).
 
@@ -329,6 +330,7 @@ class Stretched:
     last_offset: int
 
 
+@private_step("bytecode_transformation.transform_code_object, create_instruction and fix_extended_args")
 def stretch_jump(fn, nops: int) -> Stretched:
     """Insert ``nops`` NOPs right after ``fn``'s first jump, so the jump must reach further, and reassemble (ch09).
 

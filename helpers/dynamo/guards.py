@@ -13,7 +13,7 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from ..core.private import private
+from ..core.private import private, private_step
 from .logs import capture_logs
 from .state import cache_entries
 
@@ -303,6 +303,7 @@ def _is_no_op(method) -> bool:
     return bool(stmts) and all(isinstance(s, ast.Pass) for s in stmts)
 
 
+@private_step("OutputGraph.init_ambient_guards, GuardBuilder and GlobalStateGuard")
 def ambient_guards() -> AmbientGuards:
     """Read which ambient guards Dynamo declares (``OutputGraph.init_ambient_guards``) and which are no-ops (ch06)."""
     import json

@@ -29,7 +29,7 @@ import types
 import warnings
 from dataclasses import dataclass, field
 
-from ..core.private import private
+from ..core.private import private, private_step
 from ..dynamo.logs import capture_logs, silence
 from .code import InductorOutput, collect_code
 
@@ -449,6 +449,7 @@ class Descent:
         return len(self.tried)
 
 
+@private_step("CoordescTuner (its constructor, autotune and lookup_in_cache, given a stand-in Config)")
 def coordinate_descent(cost, start: dict, *, size_hints: dict | None = None, max_warps: int = 32,
                        check_all_directions: bool = False) -> Descent:
     """Run Inductor's ``CoordescTuner.autotune`` on ``cost(config_dict) -> time`` from ``start`` (ch23).
@@ -587,6 +588,7 @@ def tile_cost(config: dict) -> float:
 
 # --------------------------------------------------------------------------- the Triton GEMM search space
 
+@private_step("CUDAConfigHeuristic().mm_configs")
 def gemm_config_list() -> list[tuple[int, int, int, int, int]]:
     """Inductor's default Triton GEMM configs for CUDA, ``(BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps)``,
     as listed in ``CUDAConfigHeuristic().mm_configs`` (``template_heuristics/triton.py``) (ch23)."""
@@ -598,6 +600,7 @@ def _next_power_of_2(n: int) -> int:
     return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
 
 
+@private_step("CUDAConfigHeuristic().mm_configs")
 def triton_mm_configs(m: int, n: int, k: int) -> list[tuple[int, int, int, int, int]]:
     """The Triton ``mm`` configs max-autotune offers for an m×k @ k×n product of floats, by Inductor's rule (ch23).
 

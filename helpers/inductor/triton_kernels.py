@@ -33,7 +33,7 @@ import warnings
 from dataclasses import dataclass, field
 from unittest import mock
 
-from ..core.private import private
+from ..core.private import private, private_step
 from ..dynamo.state import clear_compile_state
 from .code import InductorOutput
 
@@ -533,6 +533,7 @@ class Candidate:
         return f"{kw}, num_warps: {self.num_warps}, num_stages: {self.num_stages}"
 
 
+@private_step("triton_heuristics.pointwise (called with return_configs=True)")
 def pointwise_candidates(numel: int, device: DeviceSpec = H200) -> list[Candidate]:
     """The configurations ``triton_heuristics.pointwise`` proposes for a 1-D pointwise kernel of ``numel`` (ch21).
 
@@ -550,6 +551,7 @@ def pointwise_candidates(numel: int, device: DeviceSpec = H200) -> list[Candidat
     return [Candidate(tuple(c.kwargs.items()), int(c.num_warps), int(c.num_stages)) for c in configs]
 
 
+@private_step("triton_heuristics.GridExpr.from_meta")
 def grid(numel: int, xblock: int) -> int:
     """Programs in a 1-D launch: torch's ``Grid1D`` expression (``ceildiv(xnumel, XBLOCK)``) evaluated (ch21)."""
     th = _heuristics()
@@ -573,6 +575,7 @@ class Tiling:
         return self.masked / (self.programs * self.xblock)
 
 
+@private_step("triton_heuristics.GridExpr.from_meta")
 def tiling(numel: int, xblock: int) -> Tiling:
     """Programs, active lanes of the last program and masked lanes for ``numel`` at ``XBLOCK`` (ch21)."""
     programs = grid(numel, xblock)
@@ -588,6 +591,7 @@ def _device_properties(device: DeviceSpec):
         yield
 
 
+@private_step("InductorChoices.reduction_split_factor and DeviceProperties.create")
 def split_factor(rnumel: int, outputs: int = 1, device: DeviceSpec = H200, inner: bool = True) -> int:
     """How many pieces Inductor splits a reduction into for ``device`` (``InductorChoices.reduction_split_factor``) (ch21).
 
@@ -601,58 +605,48 @@ def split_factor(rnumel: int, outputs: int = 1, device: DeviceSpec = H200, inner
         return int(choices.reduction_split_factor(torch.device("cuda"), int(rnumel), int(outputs), bool(inner)))
 
 
-class _Sizes:
-    """The two ``V.graph.sizevars`` questions ``should_use_persistent_reduction`` asks, for static sizes."""
+def _features(outputs: int, rnumel: int, hint):
+    """Torch's own ``SIMDKernelFeatures`` for a reduction kernel of no nodes, whose reduction hint is ``hint``.
 
-    @staticmethod
-    def statically_known_leq(a, b):
-        return bool(int(a) <= int(b))
+    The real class, so every question a release adds to it (torch 2.15's ``strict_reduction_rblock``,
+    2.14's ``strict_sum_rblock``) is answered by torch's code: with no nodes, no reduction is strict. Only
+    ``get_reduction_hint`` (which reads the hint off the kernel's reduction nodes) is told the answer.
+    """
+    import sympy
 
-    @staticmethod
-    def statically_known_geq(a, b):
-        return bool(int(a) >= int(b))
+    base = private("torch._inductor.codegen.simd_kernel_features.SIMDKernelFeatures")
 
-    @staticmethod
-    def optimization_hint(expr, fallback=None):
-        return int(expr)
+    class Features(base):
+        def get_reduction_hint(self, *args, **kwargs):
+            return hint
 
-    size_hint = optimization_hint
+    return Features([], sympy.Integer(int(outputs)), sympy.Integer(int(rnumel)))
 
 
 class _Graph:
-    sizevars = _Sizes()
+    """A stand-in for ``V.graph`` that carries only torch's own ``SizeVarAllocator`` (static sizes)."""
+
+    def __init__(self):
+        self.sizevars = private("torch._inductor.sizevars.SizeVarAllocator")()
 
 
-class _Features:
-    def __init__(self, numel, rnumel, hint):
-        import sympy
-
-        self.numel, self.reduction_numel, self._hint = sympy.Integer(numel), sympy.Integer(rnumel), hint
-
-    def get_reduction_hint(self):
-        return self._hint
-
-    def strict_reduction_rblock(self):  # torch 2.15: no reduction here demands a fixed R0_BLOCK
-        return None
-
-    def has_strict_multirow_reduction(self):
-        return False
-
-
+@private_step("InductorChoices.should_use_persistent_reduction and its SIMDKernelFeatures")
 def persistent_or_looped(rnumel: int, outputs: int = 1024, hint: str = "INNER") -> str:
     """``per`` or ``red``: torch's ``InductorChoices.should_use_persistent_reduction`` for a static reduction (ch21).
 
     ``hint`` is the ``ReductionHint`` lowering gave the reduction (``INNER`` for a sum along contiguous
-    rows). Asked with the current ``torch._inductor.config`` and no cooperative reduction.
+    rows). Asked with the current ``torch._inductor.config`` and no cooperative reduction, of torch's own
+    ``SIMDKernelFeatures`` for a kernel of ``outputs`` rows of ``rnumel``, sizes by ``SizeVarAllocator``.
     """
     choices = private("torch._inductor.choices.InductorChoices")
     hints = private("torch._inductor.runtime.hints.ReductionHint")
     v = private("torch._inductor.virtualized.V")
     with v.set_graph_handler(_Graph()):
-        per = choices.should_use_persistent_reduction(_Features(outputs, rnumel, getattr(hints, hint)), False)
+        per = choices.should_use_persistent_reduction(_features(outputs, rnumel, getattr(hints, hint)), False)
     return "per" if per else "red"
 
 
+@private_step("InductorChoices.should_use_persistent_reduction and its SIMDKernelFeatures")
 def persistent_threshold(outputs: int = 1024, hint: str = "INNER", limit: int = 1 << 20) -> int:
     """The largest power-of-two reduction length that is still persistent (``per``) (ch21)."""
     r = 1
@@ -703,6 +697,7 @@ def dynamic_check(compile_fn, fn, sizes=(1000, 3000), device: str = "cpu"):
     return same, graphs, arg
 
 
+@private_step("triton_heuristics.GridExpr.from_meta")
 def reader_tiling_check(fn, cases=((1_000_000, 1024), (1000, 256), (4096, 1024), (1, 1024), (2**20 + 1, 512))):
     """Compare a reader's ``fn(numel, xblock) -> (programs, active lanes in the last)`` with torch's grid (ch21).
 
@@ -721,14 +716,16 @@ def reader_tiling_check(fn, cases=((1_000_000, 1024), (1000, 256), (4096, 1024),
     return right
 
 
+@private_step("triton_heuristics.pointwise (called with return_configs=True)")
 def reader_xblock_check(fn, sizes=(1, 100, 1000, 3000, 40_000, 100_000, 1_000_000, 2**24), device: DeviceSpec = H200):
     """Compare a reader's ``fn(numel) -> XBLOCK`` with the first candidate torch's pointwise heuristic proposes (ch21)."""
     if fn is None:
         return None
     right = 0
     for n in sizes:
+        want = pointwise_candidates(n, device)[0].xblock  # outside the try: torch's side must not fail quietly
         try:
-            right += int(int(fn(n)) == pointwise_candidates(n, device)[0].xblock)
+            right += int(int(fn(n)) == want)
         except Exception:  # a wrong or failing answer for this size
             pass
     return right
@@ -871,6 +868,7 @@ def decorator_arguments(text: str) -> tuple[str, dict]:
     return m.group(1), kwargs
 
 
+@private_step("a kernel's triton_heuristics decorator, called again with return_configs=True")
 def candidates_from_source(text: str, device: DeviceSpec = H200) -> list[Candidate]:
     """Call a kernel's heuristic again, with its decorator's arguments and ``device``'s properties (ch21).
 

@@ -157,3 +157,17 @@ def test_setup_silences_inductors_tf32_warning():
 
 def test_an_open_band_end_may_be_written_as_the_string_inf():
     assert band(cpu=(1.2, "inf")) == band(cpu=(1.2, float("inf")))
+
+
+def test_a_private_step_that_torch_moved_gives_an_unverified_figure(capsys):
+    import helpers
+    from helpers.core.private import Unverified
+
+    moved = Unverified("a heuristic", "torch 2.14.1 moved a heuristic (AttributeError: x); this step needs torch 2.11–2.15")
+    helpers.figure("t_moved_fig", moved, "elements", expect=exact(1024))
+    helpers.figure("t_moved_rec", moved, "s", expect=record(within=(0, 1)), retry=lambda: 0.5)  # no retry
+    for name in ("t_moved_fig", "t_moved_rec"):
+        fig = RECORDED[name]
+        assert (fig.status, fig.value, fig.rule) == ("unverified", None, moved.reason)
+        assert fig.as_meta()["status"] == "unverified"
+    assert "t_moved_fig = not measured  [? unverified: torch 2.14.1 moved a heuristic" in capsys.readouterr().out

@@ -101,6 +101,43 @@ def test_split_factor_and_persistence_are_torchs_decisions():
     assert tk.persistent_threshold(hint="DEFAULT") == 64
 
 
+def test_persistence_asks_torchs_own_features_class_whatever_it_grew():
+    """torch 2.14.1 asks the features ``strict_sum_rblock()``, 2.15 ``strict_reduction_rblock()``: the
+    helper hands torch its own ``SIMDKernelFeatures`` (no nodes), so such a question is answered by torch."""
+    from helpers.core.private import private
+
+    base = private("torch._inductor.codegen.simd_kernel_features.SIMDKernelFeatures")
+    v = private("torch._inductor.virtualized.V")
+    hints = private("torch._inductor.runtime.hints.ReductionHint")
+    with v.set_graph_handler(tk._Graph()):
+        f = tk._features(1024, 2048, hints.INNER)
+        assert isinstance(f, base) and f.get_reduction_hint() == hints.INNER
+        assert int(f.numel) == 1024 and int(f.reduction_numel) == 2048
+        for question in ("strict_reduction_rblock", "strict_sum_rblock"):  # 2.15's and 2.14.1's
+            if hasattr(base, question):
+                assert getattr(f, question)() is None
+
+
+def test_a_moved_heuristic_is_unverified_on_an_unverified_torch_and_raised_on_a_verified_one(monkeypatch, capsys):
+    from helpers.core import private as private_mod
+    from helpers.core.private import Unverified, private
+
+    choices = private("torch._inductor.choices.InductorChoices")
+    monkeypatch.setattr(private_mod, "_SAID", set())
+    # a release whose heuristic asks the features a question no torch's class answers
+    monkeypatch.setattr(choices, "should_use_persistent_reduction",
+                        staticmethod(lambda features, cooperative: features.strict_future_rblock()))
+    monkeypatch.setattr(torch, "__version__", "2.13.0+cpu")
+    with pytest.raises(AttributeError, match="strict_future_rblock"):
+        tk.persistent_or_looped(1024)
+    monkeypatch.setattr(torch, "__version__", "2.14.1")
+    assert isinstance(tk.persistent_or_looped(1024), Unverified)
+    assert isinstance(tk.persistent_threshold(), Unverified)
+    said = capsys.readouterr().out
+    assert said.count("this step needs torch 2.11–2.15") == 1 and "torch 2.14.1 moved InductorChoices" in said
+    assert tk.split_factor(1024) == 1  # the other heuristics still run
+
+
 def test_the_device_specs_become_device_properties():
     p = tk.H200.properties()
     assert (p.multi_processor_count, p.cc, p.major, p.warp_size) == (132, 90, 9, 32)
