@@ -263,6 +263,8 @@ def figure(name: str, value, unit: str = "", *, expect: dict, note: str = "", qu
         raise ValueError(f"figure {name!r} needs expect=exact(...), band(...) or record()")
     env = current_env()
     moved = value.reason if is_unverified(value) else None  # a private step torch moved (core/private.py)
+    if moved and value.detail:
+        note = (note + "; " if note else "") + value.detail
     value = None if moved else _plain(value)
     fig = Figure(name, value, unit, expect, env.classes, env.torch_minor, env.device_class, note, moved=moved)
     if fig.status == "fail" and retry is not None and expect["kind"] != "exact":

@@ -82,11 +82,12 @@ class Unverified:
     unverified figure (value None) with ``reason``.
     """
 
-    __slots__ = ("step", "reason")
+    __slots__ = ("step", "reason", "detail")
 
-    def __init__(self, step: str, reason: str):
+    def __init__(self, step: str, reason: str, detail: str = ""):
         object.__setattr__(self, "step", step)
-        object.__setattr__(self, "reason", reason)
+        object.__setattr__(self, "reason", reason)      # what moved, and the torch the step needs
+        object.__setattr__(self, "detail", detail)      # the error and where torch raised it
 
     def __repr__(self):
         return f"Unverified({self.step!r})"
@@ -165,13 +166,13 @@ def moved(what: str, exc: BaseException) -> Unverified:
     """The marker (and its one printed line) for step ``what`` that raised ``exc`` on an unverified torch."""
     first = (str(exc).strip().splitlines() or [""])[0][:160]
     version = torch_version()
-    reason = (f"torch {version} moved {what} ({type(exc).__name__}: {first}; in {_where(exc)}); "
-              f"this step needs {verified_range()}")
+    reason = f"torch {version} moved {what}; this step needs {verified_range()}"
+    detail = f"{type(exc).__name__}: {first}; raised in {_where(exc)}"
     if what not in _SAID:
         _SAID.add(what)
         print(f"this step needs {verified_range()}; torch {version} moved {what} "
               f"({type(exc).__name__}: {first}): its figures are unverified")
-    return Unverified(what, reason)
+    return Unverified(what, reason, detail)
 
 
 def private_step(what: str):

@@ -13,12 +13,14 @@ called with a GPU's recorded properties (``H200``, ``L40S``), so a CPU can work 
 given.
 
 Private names used, each through ``helpers.core.private.private`` and present on torch 2.11, 2.13 and
-2.15: ``torch._inductor.runtime.triton_heuristics`` (``CachingAutotuner.run`` and
+2.15 (and 2.14.1): ``torch._inductor.runtime.triton_heuristics`` (``CachingAutotuner.run`` and
 ``.benchmark_all_configs``, wrapped to record; ``pointwise``; ``GridExpr``; ``Config``),
 ``torch._inductor.runtime.hints`` (``DeviceProperties``, ``ReductionHint``), ``torch._inductor.choices``
-(``InductorChoices.reduction_split_factor`` and ``.should_use_persistent_reduction``),
-``torch._inductor.virtualized.V``, ``torch._inductor.config`` and ``torch._inductor.utils``
-(``run_and_get_code``, ``get_code``).
+(``InductorChoices.reduction_split_factor`` and ``.should_use_persistent_reduction``, asked of torch's own
+``torch._inductor.codegen.simd_kernel_features.SIMDKernelFeatures`` with a
+``torch._inductor.sizevars.SizeVarAllocator``), ``torch._inductor.virtualized.V``, ``torch._inductor.config`` and ``torch._inductor.utils``
+(``run_and_get_code``, ``get_code``). The functions that call torch's heuristics are ``private_step``s: on a
+torch outside the verified ones, a heuristic whose private signature moved gives an unverified figure.
 """
 from __future__ import annotations
 

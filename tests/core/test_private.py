@@ -93,7 +93,9 @@ def test_an_unverified_torch_says_what_moved_and_gives_a_marker(monkeypatch, cap
     assert said.startswith("this step needs torch 2.11–2.15 (verified: 2.11, 2.13, 2.15); torch 2.14.1+cu130 moved "
                            "the test's private class (AttributeError: ")
     assert said.rstrip().endswith("its figures are unverified")
-    assert "strict_sum_rblock" in out.reason and "test_private.py: _reaches_in" in out.reason
+    assert out.reason == ("torch 2.14.1+cu130 moved the test's private class; this step needs torch 2.11–2.15 "
+                          "(verified: 2.11, 2.13, 2.15)")
+    assert "strict_sum_rblock" in out.detail and "test_private.py: _reaches_in" in out.detail
     _reaches_in()  # the same step again: the marker, without the line a second time
     assert capsys.readouterr().out == ""
     assert isinstance(_reaches_a_name(), Unverified)  # a name private() cannot import, likewise
@@ -159,6 +161,7 @@ def test_a_chapter_like_sequence_records_unverified_figures_and_goes_on(monkeypa
     for name in ("t_moved", "t_moved_band"):
         fig = RECORDED[name]
         assert fig.status == "unverified" and fig.value is None and "torch 2.11–2.15" in fig.rule
+        assert "AttributeError" in fig.note and "strict_sum_rblock" in fig.note
     metas = {m["scrapbook"]["name"]: m[figures.META_KEY] for _, m in shown}
     assert metas["t_moved"][MOVED_KEY] == RECORDED["t_moved"].rule and MOVED_KEY not in metas["t_after"]
     assert metas["t_word"][MOVED_KEY] and metas["t_word_marker"]["value"] == "unverified"
@@ -171,3 +174,42 @@ def test_a_chapter_like_sequence_records_unverified_figures_and_goes_on(monkeypa
     # the same metadata from a verified torch is a problem: there the step must have run
     _recheck({**metas["t_moved"], "torch_minor": "2.13"}, 0, result)
     assert result.problems and "a verified version" in result.problems[0]
+
+
+MOVED_NB = '''from helpers.core.private import private_step
+
+@private_step("the test's private class")
+def threshold():
+    return object().strict_sum_rblock()
+
+helpers.figure("before", 2, "graphs", expect=helpers.exact(2))
+t = threshold()
+helpers.figure("threshold", t, "elements", expect=helpers.exact(1024))
+helpers.figure("ratio", t / 2, "×", expect=helpers.band(cpu=(1, 2)))
+helpers.words("kind", "persistent" if t == 1024 else "looped", from_figures=["threshold"])
+print(f"threshold: {t}, per: {t > 64}")
+helpers.figure("after", 3, "kernels", expect=helpers.exact(3))'''
+
+
+def test_an_executed_chapter_on_an_unverified_torch_runs_to_the_end(tmp_path):
+    """A notebook on a torch faked as 2.14.1: no cell error, the moved step's figures unverified, the rest pass."""
+    from conftest import make_notebook
+
+    from helpers.pipeline.run import execute
+
+    nb = make_notebook(tmp_path / "ch99_moved.ipynb", ("md", "# Test\n{glue:text}`threshold` and {glue:text}`kind`"),
+                       ("code", 'import torch\ntorch.__version__ = "2.14.1"\nimport helpers\nhelpers.setup("ch99")'),
+                       ("code", 'device = "auto"\nscale = "auto"'),
+                       ("code", "ENV = helpers.configure(device=device, scale=scale)"), ("code", MOVED_NB),
+                       tags={1: ["hide-input"], 2: ["parameters"]})
+    result = execute(nb, tmp_path / "out" / nb.name, device="cpu", scale="quick", timeout=120.0,
+                     cache=tmp_path / "out" / "cache")
+    assert result.ok and result.status == "ok", result.problems
+    status = {f["name"]: f["status"] for f in result.figures}
+    assert status == {"before": "pass", "threshold": "unverified", "ratio": "unverified", "kind": "words",
+                      "after": "pass"}
+    moved = next(f for f in result.figures if f["name"] == "threshold")
+    assert moved["rule"].startswith("torch 2.14.1 moved the test's private class; this step needs torch 2.11–2.15")
+    text = (tmp_path / "out" / nb.name).read_text()
+    assert "this step needs torch 2.11–2.15 (verified: 2.11, 2.13, 2.15); torch 2.14.1 moved" in text
+    assert "threshold: unverified, per: False" in text
