@@ -353,3 +353,96 @@ def noop_guard_kinds(kinds) -> list[str]:
         if body and all(isinstance(s, ast.Pass) for s in body):
             out.append(kind)
     return out
+
+
+@dataclass
+class GuardCensus:
+    """One compile's guards, declared and run: ``explain``'s list by kind, and each frame's guard tree (ch03, ch10).
+
+    ``graphs``: graphs Dynamo made; ``declared``: guard kind -> how many ``explain`` lists over all of
+    them (``_compile_inner`` in ``convert_frame.py`` hands ``explain`` the guards of every frame that made
+    a graph, and only of those); ``ambient``: the kinds ``OutputGraph.init_ambient_guards`` declared here,
+    for every graph; ``leaves``: ``(frame, leaves of its cache entry's guard tree)`` for every frame
+    given new bytecode, a frame that made no graph included: the checks that run on a call.
+    """
+
+    graphs: int
+    declared: dict[str, int]
+    ambient: list[str]
+    leaves: list[tuple[str, int]] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        """Declared guards, as ``explain`` counts them."""
+        return sum(self.declared.values())
+
+    @property
+    def per_graph(self) -> list[str]:
+        """The kinds declared exactly once per graph, sorted."""
+        return sorted(k for k, n in self.declared.items() if n == self.graphs)
+
+    @property
+    def extras(self) -> dict[str, int]:
+        """The kinds declared another number of times (a guard on a global such as ``print``), by kind."""
+        return {k: n for k, n in sorted(self.declared.items()) if n != self.graphs}
+
+    def without(self, *kinds: str) -> int:
+        """Declared guards, leaving out every guard of ``kinds``."""
+        return sum(n for k, n in self.declared.items() if k not in kinds)
+
+    @property
+    def total_leaves(self) -> int:
+        """Leaves of every frame's guard tree together."""
+        return sum(n for _, n in self.leaves)
+
+
+def guard_census(fn, *args) -> GuardCensus:
+    """Compile ``fn`` from scratch twice (``explain``, then the ``eager`` backend) and take its guards' census (ch03, ch10).
+
+    Prints made by ``fn`` are swallowed. Chapter 2 made the same comparison for one graph
+    (``noop_guard_kinds``, ``guard_leaves``); this one adds them up over every graph and frame.
+    """
+    import contextlib
+    import io
+    from collections import Counter
+
+    import torch
+
+    from .state import clear_compile_state, explain
+
+    register = private("torch._dynamo.convert_frame.register_bytecode_hook")
+    codes: list = []
+    with contextlib.redirect_stdout(io.StringIO()):
+        report = explain(fn, *args)
+        clear_compile_state()
+        handle = register(lambda old, new: codes.append(old))
+        try:
+            torch.compile(fn, backend="eager")(*args)
+        finally:
+            handle.remove()
+    declared = dict(Counter(kind for kind, _ in report.guards))
+    ambient = [k for k in ambient_guards().declared if k in declared]
+    leaves = [(code.co_name, len(guard_leaves(code, 0))) for code in codes]
+    return GuardCensus(report.graph_count, declared, ambient, leaves)
+
+
+def id_matched_locals(fn) -> list[str]:
+    """The locals whose objects ``fn``'s cache entries ``ID_MATCH`` for the recompile limit, sorted (ch11).
+
+    ``GuardBuilder.ID_MATCH`` keeps them in ``guard_manager.id_matched_objs`` (an ``nn.Module`` in a local,
+    on torch 2.11–2.15), and ``compute_cache_size`` in ``torch/_dynamo/cache_size.py`` counts toward
+    ``recompile_limit`` only the entries whose objects are the current call's; with none, every entry counts.
+    """
+    names: set[str] = set()
+    for entry in cache_entries(fn):
+        names.update(getattr(entry.guard_manager, "id_matched_objs", {}) or {})
+    return sorted(names)
+
+
+def gap_words(ours: int, theirs: int, whose: str = "the series'") -> str:
+    """A count set beside another in words: "exactly the series' count", "one fewer than …", "3 more than …" (ch03, ch10)."""
+    gap = theirs - ours
+    if gap == 0:
+        return f"exactly {whose} count"
+    n = abs(gap)
+    return f"{'one' if n == 1 else n} {'fewer' if gap > 0 else 'more'} than {whose} count"

@@ -5,11 +5,14 @@ import torch
 from helpers.core.private import private
 from helpers.dynamo.config import dynamo_config
 from helpers.dynamo.guards import (
+    GuardCensus,
     RecompileLog,
     ambient_guards,
     check_entries,
     entry_ids,
     frame_locals,
+    gap_words,
+    guard_census,
     guard_builder_source,
     guard_check_time,
     guard_checker,
@@ -17,6 +20,7 @@ from helpers.dynamo.guards import (
     guard_leaves,
     guard_subject,
     guard_tree,
+    id_matched_locals,
     key_phrase,
     noop_guard_kinds,
     overhead_split,
@@ -199,3 +203,59 @@ def test_ambient_guards_reads_the_declarations_and_the_no_ops():
     assert "grad_mode" in amb.global_state_fields
     assert "pass" in guard_builder_source("GRAD_MODE")
     assert "def GLOBAL_STATE" in guard_builder_source("GLOBAL_STATE")
+
+
+def g_branch(x):
+    if x.sum() > 0:
+        return x * 2
+    return x + 1
+
+
+def f_print(x):
+    x = x * 2
+    print("mid")
+    return x + 1
+
+
+def test_guard_census_adds_up_declared_guards_and_runtime_leaves():
+    c = guard_census(g_branch, torch.ones(4))
+    assert c.graphs == 2 and c.total == sum(c.declared.values())
+    assert "TENSOR_MATCH" in c.per_graph and "GLOBAL_STATE" in c.per_graph and c.extras == {}
+    assert c.total == c.graphs * len(c.per_graph)            # every kind once per graph, nothing else
+    assert set(c.ambient) <= set(c.per_graph) and "TENSOR_MATCH" not in c.ambient
+    assert c.without("GLOBAL_STATE") == c.total - c.graphs
+    assert [name for name, _ in c.leaves][0] == "g_branch" and len(c.leaves) == 2
+    assert c.total_leaves == sum(n for _, n in c.leaves) and all(n > 0 for _, n in c.leaves)
+
+
+def test_guard_census_names_the_guard_on_a_global_and_swallows_prints(capsys):
+    c = guard_census(f_print, torch.ones(4))
+    assert c.extras == {"BUILTIN_MATCH": 1} and c.total == c.graphs * len(c.per_graph) + 1
+    assert "mid" not in capsys.readouterr().out
+
+
+def test_guard_census_dataclass_properties():
+    c = GuardCensus(2, {"A": 2, "B": 2, "C": 1}, ["A"], [("f", 3), ("r", 4)])
+    assert (c.total, c.per_graph, c.extras, c.without("A", "C"), c.total_leaves) == (5, ["A", "B"], {"C": 1}, 2, 7)
+
+
+def test_id_matched_locals_of_a_plain_function_is_empty(f):
+    assert len(cache_entries(f)) == 1 and id_matched_locals(f) == []
+
+
+def test_id_matched_locals_reads_the_entries_id_matched_objs(monkeypatch):
+    import types
+
+    import helpers.dynamo.guards as guards
+
+    entries = [types.SimpleNamespace(guard_manager=types.SimpleNamespace(id_matched_objs={"self": 1})),
+               types.SimpleNamespace(guard_manager=types.SimpleNamespace(id_matched_objs={"mod": 2, "self": 1})),
+               types.SimpleNamespace(guard_manager=types.SimpleNamespace())]
+    monkeypatch.setattr(guards, "cache_entries", lambda fn: entries)
+    assert id_matched_locals(None) == ["mod", "self"]
+
+
+def test_gap_words():
+    assert gap_words(15, 15) == "exactly the series' count"
+    assert gap_words(14, 15) == "one fewer than the series' count"
+    assert gap_words(17, 15, "the book's") == "2 more than the book's count"
