@@ -133,6 +133,47 @@ def test_a_break_in_a_loop_skips_the_frame():
     assert (c.frames, c.graphs) == (0, 0) and "graph break in loop" in c.log_text
 
 
+def try_break(x):
+    try:
+        x = x * 2
+        print("in try")
+        x = x + 1
+    except ValueError:
+        x = x - 1
+    return x * 3
+
+
+def try_late(x):
+    x = torch.sin(x) + 1
+    try:
+        x = x * 2
+        print("in try")
+        x = x + 1
+    except ValueError:
+        x = x - 1
+    return x * 3
+
+
+def loop_late(x):
+    x = torch.sin(x) + 1
+    for _ in range(3):
+        x = x * 2
+        print("in loop")
+    return x * 3
+
+
+def test_a_break_in_a_try_falls_back_to_the_last_checkpoint():
+    x = torch.randn(4)
+    c = count_breaks(try_break, x)                       # no checkpoint: the frame is skipped
+    assert (c.frames, c.graphs) == (0, 0) and "Failed to handle graph break gracefully" in c.log_text
+    c = count_breaks(try_late, x)                        # two ops before the try: compiled up to there
+    assert (c.frame_names, c.graphs, c.ops_per_graph) == (["try_late"], 1, [["torch.sin", "add"]])
+    assert "Compiling up to the previous resumable state" in c.log_text and c.resume_names == 0
+    assert compare_compiled(try_late, try_late, x) == (True, True, 1)
+    c = count_breaks(loop_late, x)                       # a loop skips the frame, checkpoint or not
+    assert (c.frames, c.graphs) == (0, 0) and "graph break in loop" in c.log_text
+
+
 def test_graph_break_function_and_error_on_graph_break():
     gb = graph_break_function()
 
