@@ -52,10 +52,13 @@ lint: setup
 sync: setup
 	$(VENV)/bin/jupytext --sync chapters/ch*.ipynb
 
-# Open the chapters in JupyterLab (installed into .venv on first use).
+# Open the chapters in JupyterLab (installed into .venv on first use). Jupyter refuses to start as root
+# unless told (containers, CI images): root gets --allow-root. LAB_ARGS passes more options, e.g.
+# LAB_ARGS="--no-browser --port 8899".
+LAB_ARGS ?=
 lab: setup
 	$(PY) -c "import jupyterlab" 2>/dev/null || $(PY) -m pip install -q jupyterlab
-	$(VENV)/bin/jupyter lab chapters/
+	$(VENV)/bin/jupyter lab chapters/ $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 # On the GPU machine: execute + verify, then copy the verified outputs into chapters/.
 run: setup

@@ -54,7 +54,8 @@ def test_reference_calls_reads_literal_calls_and_leaves_computed_ones_out():
            'helpers.reference("series_b", True, source="Day 2")\n'
            'helpers.reference(name, 3, "ms", source="loop")\n'
            'helpers.reference("series_c", A * 2, "ms", source="computed")\n```\n')
-    assert recap.reference_calls(src) == {"series_a": (6.12, "×", "l40s"), "series_b": (True, "", None)}
+    assert recap.reference_calls(src) == {"series_a": (6.12, "×", "l40s", True), "series_b": (True, "", None, True),
+                                          "series_c": (None, "ms", None, False)}
 
 
 def test_series_values_come_from_the_published_notebook_or_the_source():
