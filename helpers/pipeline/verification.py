@@ -24,8 +24,10 @@ HEADER = """# Verification
 Which chapters were executed and verified, where. The first column is the run every page of this book
 shows (its outputs are committed); the others are complete runs recorded from their executed notebooks
 (`python -m helpers verification RUN_DIR`). A cell gives the figures whose expectation was checked and
-how many passed, and the date of the run; ✗ marks a run with a failure or error. This page is
-generated from those records by `python -m helpers verification` (a test keeps it current).
+how many passed, and the date of the run; ✗ marks a run with a failure or error. A CPU run checks fewer
+figures than the GPU run: a cell that needs a GPU shows the book's GPU value there (quoted, not checked
+again), so only the GPU run checks it. This page is generated from those records by
+`python -m helpers verification` (a test keeps it current).
 """
 
 
