@@ -5,7 +5,8 @@ What a notebook may use (the documented surface; a test keeps the chapters to it
 - ``helpers`` itself: the setup and parameters cells (``setup``, ``configure``, ``pick``, ``current_env``),
   figures and their expectations (``figure``, ``exact``, ``exact_by_python``, ``band``, ``record``,
   ``words``), the numbers table (``reference``, ``replay``, ``table``), ``CourseError``,
-  ``require_torch``, ``fresh_compile_cache``, and the core modules ``helpers.exercises``,
+  ``require_torch``, ``fresh_compile_cache``, ``where_to_read`` (the "Where to read the source" list,
+  each pointer checked in the torch the notebook runs on), and the core modules ``helpers.exercises``,
   ``helpers.plots``, ``helpers.timing`` and ``helpers.widgets``.
 - the station subpackages, one per part of the book; each module is named for what its chapter
   teaches and names that chapter in its docstring:
@@ -33,13 +34,14 @@ What a notebook may use (the documented surface; a test keeps the chapters to it
   these subpackages, through ``helpers.core.private.private``.
 
 Not for notebooks: ``helpers.core`` (the machinery behind the names above; it never imports a station)
-and ``helpers.pipeline`` (``python -m helpers``: run, verify, merge, publish, lint, guide, verification,
-student, grade; ``triage`` is the runtime station's).
+and ``helpers.pipeline`` (``python -m helpers``: run, verify, merge, publish, lint, pointers, guide,
+verification, student, grade; ``triage`` is the runtime station's).
 """
 from .core import exercises, plots, timing, widgets
 from .core.env import CourseError, require_torch
 from .core.figures import band, exact, exact_by_python, figure, record, words
 from .core.numbers import reference, replay, table
+from .core.pointers import where_to_read
 from .core.session import configure, pick, setup
 from .core.state import current_env
 from .runtime.caches import fresh_compile_cache
@@ -47,4 +49,4 @@ from .runtime.caches import fresh_compile_cache
 __version__ = "0.1.0"
 __all__ = ["CourseError", "band", "configure", "current_env", "exact", "exact_by_python", "exercises", "figure",
            "fresh_compile_cache", "pick", "plots", "record", "reference", "replay", "require_torch", "setup",
-           "table", "timing", "widgets", "words"]
+           "table", "timing", "where_to_read", "widgets", "words"]

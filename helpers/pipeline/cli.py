@@ -1,4 +1,4 @@
-"""The course's command line: run, verify, publish, lint, guide, student and grade (introduced in chapter 1)."""
+"""The course's command line: run, verify, publish, lint, pointers, guide, student and grade (introduced in chapter 1)."""
 from __future__ import annotations
 
 import argparse
@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where they run (default cpu)")
     g.add_argument("--record", action="store_true",
                    help="keep this run's timing in helpers/verified/grading.json (the instructor guide quotes it)")
+    pt = sub.add_parser("pointers", help="check every chapter's \"Where to read the source\" pointers against a torch "
+                                         "(files and names, read without importing torch); 1 if one rotted")
+    pt.add_argument("--torch-root", help="folder holding an unpacked torch/ (default: the installed torch)")
     lint = sub.add_parser("lint", help="static checks on chapter notebooks")
     lint.add_argument("paths", nargs="*")
     args = parser.parse_args(argv)
@@ -73,6 +76,14 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"recorded {d} -> {verification.record(d)}")
             print(f"wrote {verification.write()}")
             return 0
+        if args.command == "pointers":
+            from ..core.pointers import PointerError, main as pointers
+            from .sources import SOURCES_DIR
+
+            try:
+                return pointers(SOURCES_DIR, args.torch_root)
+            except PointerError as exc:
+                raise CourseError(str(exc)) from exc
         if args.command == "guide":
             from .guide import write
 
