@@ -36,9 +36,13 @@ $(STAMP): pyproject.toml
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	.ci/install-chromium
 	.ci/install-actionlint
+	.ci/install-mathjax
 	touch $(STAMP)  # only reached when every step above succeeded
 
+# MathJax comes from the pinned npm package in .ci/.mathjax (copied into _build/html/_static/mathjax by
+# _ext/page_assets.py); the build stops when it is missing, never falling back to a CDN.
 book: setup
+	.ci/install-mathjax
 	$(VENV)/bin/jupyter-book build . --warningiserror --nitpick --keep-going
 
 test: setup

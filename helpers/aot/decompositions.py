@@ -305,9 +305,21 @@ def rule_source(op, table="inductor", max_lines: int | None = None, start: str |
         lines = (["    ..."] if first else []) + lines[first:]
     if max_lines is not None and len(lines) > max_lines:
         lines = lines[:max_lines] + [f"    # ... {len(lines) - max_lines} more lines cut"]
-    where = inspect.getsourcefile(fn) or "?"
-    where = "torch/" + where.split("/torch/", 1)[1] if "/torch/" in where else where
-    return f"# {fn.__qualname__} in {where}\n" + "\n".join(lines)
+    return f"# {fn.__qualname__} in {torch_relative(inspect.getsourcefile(fn) or '?')}\n" + "\n".join(lines)
+
+
+def torch_relative(path: str) -> str:
+    """``path`` as the torch package names it (``torch/_refs/__init__.py``), never the absolute path of
+    the machine that ran it (torch may live under ``/opt/torch/.venv/.../site-packages/torch/``) (ch14)."""
+    import os
+
+    import torch
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(torch.__file__)))  # the folder holding torch/
+    full = os.path.abspath(path)
+    if full.startswith(root + os.sep):
+        return os.path.relpath(full, root).replace(os.sep, "/")
+    return "torch/" + path.rsplit("/torch/", 1)[1] if "/torch/" in path else os.path.basename(path)
 
 
 def check_rule(fn, op, rule, *args, allowed_namespaces=("aten",)) -> str:

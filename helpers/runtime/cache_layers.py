@@ -185,8 +185,15 @@ class FirstCall:
         return self.calls_s[0] + self.extra.get("prep_s", 0.0)
 
     @property
-    def second_s(self) -> float:
-        return self.calls_s[1] if len(self.calls_s) > 1 else float("nan")
+    def second_s(self) -> float | None:
+        """The second call's seconds; None when the child made no second call (``lookup_only`` stops the
+        first compile right after its cache lookup, so nothing was there to call again)."""
+        return self.calls_s[1] if len(self.calls_s) > 1 else None
+
+    @property
+    def stopped(self) -> bool:
+        """The child stopped its compile after the FX graph cache lookup (``lookup_only``)."""
+        return bool(self.extra.get("stopped"))
 
     @property
     def fx(self) -> tuple[int, int]:
@@ -200,9 +207,10 @@ class FirstCall:
 
     def line(self) -> str:
         """One line for a table of runs: the label, the times, the lookups."""
+        first = f"lookup only {self.first_s:5.2f} s" if self.stopped else f"first call {self.first_s:6.2f} s"
+        second = "not measured" if self.second_s is None else f"{self.second_s * 1e3:9.3f} ms"
         return (f"{self.label:<14} process {self.process_s:6.2f} s  import {self.import_s:5.2f} s  "
-                f"first call {self.first_s:6.2f} s  second {self.second_s * 1e3:8.3f} ms  "
-                f"FX (miss, hit) {self.fx}  AOT (miss, hit) {self.aot}")
+                f"{first}  second {second}  FX (miss, hit) {self.fx}  AOT (miss, hit) {self.aot}")
 
     def log_lines(self, *needles: str) -> list[str]:
         """The log lines containing any of ``needles`` (all lines if none given)."""
@@ -322,6 +330,29 @@ def parts(fc: FirstCall) -> dict[str, float]:
     }
     out["after compiling (wrappers, the run)"] = max(fc.first_s - sum(out.values()), 0.0)
     return out
+
+
+#: Short names for the columns of ``parts_table`` (a header never cut mid-word), with what they stand for.
+PART_NAMES = {"Dynamo": "Dynamo", "AOTAutograd": "AOTAutograd",
+              "Inductor (lower, write code, or load a hit)": "Inductor", "vector-ISA probes": "ISA probes",
+              "C++ header": "C++ header", "kernel compiler": "compiler",
+              "after compiling (wrappers, the run)": "after"}
+
+
+def parts_table(runs: dict, split: dict) -> str:
+    """A table of ``parts`` in seconds, one row per child, with whole column names and a key below (ch24).
+
+    ``runs``: {label: FirstCall}; ``split``: {label: parts(fc)}. Every column is as wide as its name.
+    """
+    heads = [PART_NAMES[p] for p in PARTS] + ["first call", "import"]
+    widths = [max(len(h), 5) + 2 for h in heads]
+    pad = max(len(label) for label in runs) + 1
+    lines = [" " * pad + "".join(f"{h:>{w}}" for h, w in zip(heads, widths))]
+    for label, fc in runs.items():
+        cells = [split[label][p] for p in PARTS] + [fc.first_s, fc.import_s]
+        lines.append(f"{label:>{pad - 1}} " + "".join(f"{v:>{w}.2f}" for v, w in zip(cells, widths)))
+    key = "; ".join(f"{PART_NAMES[p]} = {p}" for p in PARTS if PART_NAMES[p] != p)
+    return "\n".join(lines + [f"(seconds; {key})"])
 
 
 def tax(fc: FirstCall) -> float:
@@ -458,6 +489,32 @@ def cache_locations() -> dict:
             "autotune_local_cache": bool(inductor_config.autotune_local_cache),
             "remote": bool(inductor_config.fx_graph_remote_cache or inductor_config.autotune_remote_cache
                            or functorch_config.enable_remote_autograd_cache)}
+
+
+def env_relative(path: str) -> str:
+    """``path`` named from the variable that chose it (``$TORCHINDUCTOR_CACHE_DIR/triton``,
+    ``$TMPDIR/torchinductor_root/...``), never as the absolute path of the machine that ran it (ch24).
+
+    The longest of ``$TRITON_CACHE_DIR``, ``$TORCHINDUCTOR_CACHE_DIR``, ``$TMPDIR`` (``tempfile``'s
+    folder) and ``$HOME`` that holds ``path`` names it; a path under none of them keeps only its last part.
+    """
+    import tempfile
+
+    roots = {"TRITON_CACHE_DIR": os.environ.get("TRITON_CACHE_DIR"),
+             "TORCHINDUCTOR_CACHE_DIR": os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
+             "TMPDIR": tempfile.gettempdir(), "HOME": os.path.expanduser("~")}
+    full = os.path.abspath(path)
+    best = None
+    for name, root in roots.items():
+        if not root:
+            continue
+        root = os.path.abspath(root)
+        if (full == root or full.startswith(root + os.sep)) and (best is None or len(root) > len(best[1])):
+            best = (name, root)
+    if best is None:
+        return f".../{os.path.basename(full)}"
+    rest = os.path.relpath(full, best[1])
+    return f"${best[0]}" + ("" if rest == "." else "/" + rest.replace(os.sep, "/"))
 
 
 # ----------------------------------------------------------------------------------------------- the folder

@@ -205,10 +205,44 @@ class Compiler:
     def shares_runtime(self) -> bool:
         return self.runtime == "shared"
 
+    @property
+    def file(self) -> str:
+        """The compiler's file name (``g++``), without the folder it lives in on this machine."""
+        return os.path.basename(self.path)
+
+    @property
+    def name(self) -> str:
+        """The compiler as any machine would name it: its file name and how it was found (named by ``CXX``,
+        the first of that name on ``PATH``), never the absolute path of the machine that ran it."""
+        if self.named_by:
+            return f"{self.file} (named by {self.named_by})"
+        on_path = shutil.which(self.file)
+        if on_path and os.path.realpath(on_path) == os.path.realpath(shutil.which(self.path) or self.path):
+            return f"{self.file} (the first on PATH)"
+        return self.file
+
     def __str__(self) -> str:
         how = {"shared": "links the C++ runtime as a shared library",
                "static": "links the C++ runtime into what it builds"}.get(self.runtime, self.runtime)
-        return f"{self.path}{' (from CXX)' if self.named_by else ''}: {how}; needs {', '.join(self.needed) or 'nothing'}"
+        return f"{self.name}: {how}; needs {', '.join(self.needed) or 'nothing'}"
+
+
+def program_text(ep) -> str:
+    """``str(ep)`` of an ExportedProgram with every source path in it (``# File: ...``) named relative to
+    its package (``torch/nn/modules/linear.py``, ``helpers/runtime/export_aoti.py``), never as the absolute
+    path of the machine that ran it (ch29)."""
+    import helpers
+    from helpers.aot.decompositions import torch_relative
+
+    course = os.path.dirname(os.path.dirname(os.path.abspath(helpers.__file__)))  # the folder holding helpers/
+
+    def short(match: re.Match) -> str:
+        path = match.group(0)
+        if os.path.abspath(path).startswith(course + os.sep) and "/site-packages/" not in path:
+            return os.path.relpath(path, course).replace(os.sep, "/")
+        return torch_relative(path)
+
+    return re.sub(r"(?<![\w.~-])/[^\s:\"']+\.py", short, str(ep))
 
 
 def elf_needed(blob: bytes) -> list[str]:
