@@ -19,7 +19,8 @@ Each pointer is ``(path, symbols, description)``:
   ``torch/include/...`` for the C++ headers the wheel ships), or a C/C++ source of PyTorch's source tree
   (``torch/csrc/...``, ``aten/src/...``, ``c10/...``) that the wheel does not ship;
 - ``symbols``: the names the file defines that the description points at: ``name`` (a module-level
-  function, class or assignment), ``Class.member`` (a method, nested class or class attribute); for a
+  function, class or assignment), ``Class.member`` (a method, nested class or class attribute),
+  ``function.inner`` (a class or function defined inside a function, any depth: ``A.f.Inner``); for a
   folder (a path ending in ``/``), the files in it that the description names (``builtins.py``);
 - ``description``: one line of Markdown (code spans, no MyST roles: an output renders as CommonMark).
 
@@ -31,7 +32,7 @@ Resolving reads files and imports nothing from torch: the file must exist under 
 (``torch.__file__``'s folder, or one given); a Python file (or ``.pyi`` stub) is parsed with :mod:`ast` and
 must define every symbol (``class``, ``def``/``async def``, an assignment, at module level or in a
 module-level ``if``/``try``/``with``; ``A.b`` in class ``A``'s body, or assigned as ``self.b`` in one of its
-methods); a header must contain each part of the name as a word. A ``.c``/``.cpp`` file is not in the wheel:
+methods; ``f.g`` a ``def``/``class`` inside function ``f``); a header must contain each part of the name as a word. A ``.c``/``.cpp`` file is not in the wheel:
 it is marked "source tree", with the link to read it at the torch's tag, counted apart and never as
 resolved; it lists no symbols (they could not be checked): point at its header under ``torch/include/``
 for those.
@@ -81,8 +82,8 @@ class Pointer:
         names, conditions = [], {}
         for s in symbols:
             name, cond = _split(s)
-            if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)?", name):
-                raise PointerError(f"{path}: {s!r} is not a name or Class.member")
+            if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", name):
+                raise PointerError(f"{path}: {s!r} is not a name, Class.member or function.inner")
             names.append(name)
             if cond:
                 conditions[name] = cond
@@ -104,6 +105,7 @@ class Result:
     status: str                       # "resolved", "rotted", "source tree", "other torch"
     missing: list[str] = field(default_factory=list)    # symbols not defined (or ["(file)"])
     skipped: list[str] = field(default_factory=list)    # variants for other torch versions
+    also_here: list[str] = field(default_factory=list)  # of those, the ones this torch defines all the same
     url: str = ""
 
     @property
@@ -213,17 +215,27 @@ def _defined(path: Path) -> dict[str, ast.AST]:
 
 
 def defines(path: Path, symbol: str) -> bool:
-    """Whether a Python file (or stub) defines ``name`` or ``Class.member``; a header names it as a word."""
+    """Whether a Python file (or stub) defines ``name``, ``Class.member`` or ``function.inner``; a header names
+    each part as a word."""
     if path.suffix in (".h", ".hpp", ".cuh"):
         text = path.read_text(errors="replace")  # C++: every part of ``A.b`` is a word of the header
         return all(re.search(rf"\b{re.escape(part)}\b", text) for part in symbol.split("."))
-    head, _, member = symbol.partition(".")
+    head, *rest = symbol.split(".")
     node = _defined(path).get(head)
-    if node is None:
-        return False
-    if not member:
-        return True
-    return isinstance(node, ast.ClassDef) and (member in _body_names(node.body) or member in _instance_names(node))
+    for part in rest:
+        if isinstance(node, ast.ClassDef):
+            child = _body_names(node.body).get(part)
+            if child is None and part in _instance_names(node):
+                child = ast.Pass()  # an attribute set on self: found, with nothing below it
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # a function's own classes and functions (not its local variables)
+            child = next((n for n in ast.walk(ast.Module(body=node.body, type_ignores=[]))
+                          if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == part),
+                         None)
+        else:
+            child = None
+        node = child
+    return node is not None
 
 
 def _instance_names(cls: ast.ClassDef) -> set[str]:
@@ -252,10 +264,13 @@ def resolve(pointer: Pointer, root: Path, version: str) -> Result:
     mine = [s for s in pointer.symbols if holds(pointer.conditions.get(s, ""), version)]
     skipped = [s for s in pointer.symbols if s not in mine]
     if target.is_dir():
-        missing = [s for s in mine if not (target / s).exists()]  # a folder's "symbols" are its files
+        found = lambda s: (target / s).exists()  # a folder's "symbols" are its files
     else:
-        missing = [s for s in mine if not defines(target, s)]
-    return Result(pointer, "rotted" if missing else "resolved", missing=missing, skipped=skipped)
+        found = lambda s: defines(target, s)
+    missing = [s for s in mine if not found(s)]
+    # a variant for other versions that this torch has too: its condition may be too narrow (reported, not failed)
+    also_here = [s for s in skipped if found(s)]
+    return Result(pointer, "rotted" if missing else "resolved", missing=missing, skipped=skipped, also_here=also_here)
 
 
 def resolve_all(pointers, root: str | Path | None = None) -> tuple[str, list[Result]]:
@@ -334,9 +349,10 @@ def check_chapters(sources: str | Path, root: str | Path | None = None) -> tuple
 
 
 def report(version: str, base: Path, results: dict[str, list[Result]]) -> tuple[str, int]:
-    """A per-chapter text report and the number of rotted pointers."""
+    """A per-chapter text report and the number of failures (rotted pointers, chapters without pointers)."""
     lines = [f"pointers checked against torch {version} at {base}"]
     rotted = tree = other = resolved = 0
+    empty: list[str] = []
     for ch, rs in results.items():
         bad = [r for r in rs if r.status == "rotted"]
         rotted += len(bad)
@@ -344,7 +360,8 @@ def report(version: str, base: Path, results: dict[str, list[Result]]) -> tuple[
         other += sum(r.status == "other torch" for r in rs)
         resolved += sum(r.status == "resolved" for r in rs)
         if not rs:
-            lines.append(f"{ch}: no pointers (no helpers.where_to_read cell)")
+            empty.append(ch)  # a chapter whose section lost its data fails like a rotted pointer
+            lines.append(f"{ch}: NO POINTERS (its source has no helpers.where_to_read cell)")
             continue
         counts = ", ".join(f"{sum(r.status == s for r in rs)} {s}" for s in ("resolved", "source tree", "other torch")
                            if any(r.status == s for r in rs))
@@ -353,15 +370,19 @@ def report(version: str, base: Path, results: dict[str, list[Result]]) -> tuple[
             what = "file missing" if r.missing == ["(file)"] else "not defined: " + ", ".join(r.missing)
             lines.append(f"  ROTTED {ch} {r.pointer.path}: {what}")
         for r in rs:
+            for name in r.also_here:
+                lines.append(f"  note: {r.pointer.path}: {name} (given for torch {r.pointer.conditions[name]}) "
+                             f"is defined in this torch too: is its condition too narrow?")
             if r.status == "source tree":
                 lines.append(f"  source tree (not in the wheel, not checked): {r.pointer.path} -> {r.url}")
     lines.append(f"total: {resolved} resolved, {tree} in the source tree only (unresolvable from the wheel), "
-                 f"{other} for another torch, {rotted} rotted")
-    return "\n".join(lines), rotted
+                 f"{other} for another torch, {rotted} rotted" + (f"; no pointers in {', '.join(empty)}" if empty else ""))
+    return "\n".join(lines), rotted + len(empty)
 
 
 def main(sources: str | Path, root: str | Path | None = None) -> int:
-    """``python -m helpers pointers [--torch-root DIR]``: print the report; 1 if a pointer rotted."""
+    """``python -m helpers pointers [--torch-root DIR]``: print the report; 1 if a pointer rotted (or a chapter
+    has none)."""
     base = torch_root(root)
     version, results = check_chapters(sources, base)
     text, rotted = report(version, base, results)

@@ -98,13 +98,14 @@ def _one(entry, root, version="2.13.0"):
 
 def test_names_defined_at_module_level_in_classes_and_in_blocks_resolve(fake):
     names = ["LIMIT", "LIMIT2", "a", "c", "IN_IF", "IN_EXCEPT", "Tracker", "go", "helper", "Tracker.kind",
-             "Tracker.run", "Tracker.Inner", "Tracker.configs", "Tracker.__init__"]
+             "Tracker.run", "Tracker.Inner", "Tracker.configs", "Tracker.__init__", "Tracker.run.nested"]
     r = _one(("torch/_dynamo/mod.py", names, "all of it"), fake)
     assert r.status == "resolved" and r.ok and r.missing == []
 
 
 @pytest.mark.parametrize("name", ["nested", "hidden", "y", "os", "Tracker.nested", "helper.hidden", "Inner",
-                                  "LIMIT.real", "Missing"])
+                                  "LIMIT.real", "Missing", "Tracker.configs.x",
+                                  "Tracker.run.hidden", "helper.nested"])
 def test_a_name_not_defined_where_the_pointer_says_rots(fake, name):
     r = _one(("torch/_dynamo/mod.py", ["Tracker", name], "d"), fake)
     assert r.status == "rotted" and not r.ok and r.missing == [name]
@@ -147,7 +148,7 @@ def test_version_conditions_pick_the_variant_of_the_torch_being_read(fake):
     (("torch/x.py", "Name", "d"), "list of str"),
     (("torch/x.py", ["a b"], "d"), "version condition"),
     (("torch/x.py", ["a-b"], "d"), "not a name"),
-    (("torch/x.py", ["A.b.c"], "d"), "not a name"),
+    (("torch/x.py", ["A..c"], "d"), "not a name"),
     (("/etc/passwd", [], "d"), "inside the torch package"),
     (("torch/../x.py", [], "d"), "inside the torch package"),
     (("torch/x.py", [], "see {cite:p}`key`"), "MyST role"),
@@ -203,3 +204,16 @@ def test_the_command_fails_naming_chapter_path_and_symbol_when_a_pointer_rots(fa
     main(["pointers", "--torch-root", str(fake)])
     assert "ROTTED ch01 torch/jit/_trace.py: not defined: trace" in capsys.readouterr().out
     assert main(["pointers", "--torch-root", str(fake / "nothing")]) == 2
+
+
+def test_a_chapter_whose_section_lost_its_pointers_fails_the_report(fake):
+    text, failures = P.report("2.13.0", fake, {"ch01": [], "ch02": []})
+    assert failures == 2 and "ch01: NO POINTERS" in text and "no pointers in ch01, ch02" in text
+
+
+def test_a_variant_this_torch_has_all_the_same_is_noted_not_failed(fake):
+    # what ch07 once said: LazyConstantVariable "torch 2.15 only", while 2.11 and 2.13 define it
+    r = _one(("torch/_dynamo/mod.py", ["Tracker >=2.15"], "d"), fake, "2.13.0")
+    assert r.status == "resolved" and r.also_here == ["Tracker"]
+    text, failures = P.report("2.13.0", fake, {"ch07": [r]})
+    assert failures == 0 and "Tracker (given for torch >=2.15) is defined in this torch too" in text
