@@ -73,3 +73,9 @@ def test_only_times_and_speeds_need_machines_of_one_kind():
     assert not comparable(laptop, {"unit": "×", "status": "pass", "rule": "sm90: 2..9"}, H200)
     assert comparable(laptop, {"unit": "×", "status": "pass", "rule": "== 4.0"}, H200)       # a ratio of counted bytes
     assert comparable(laptop, {"unit": "entries", "status": "record", "rule": "record only"}, H200)
+
+
+def test_a_figure_a_moved_api_left_unmeasured_reads_not_measured():
+    book = {"k": {"value": None, "unit": "kernels", "status": "unverified", "rule": "this step needs torch 2.11–2.15"}}
+    text = render_table([["kernels", None, "k", "d"]], {}, book, H200)
+    assert "| kernels | — | not measured |" in text and "None" not in text
