@@ -142,6 +142,13 @@ def holds(condition: str, version: str) -> bool:
     return True
 
 
+def in_words(condition: str) -> str:
+    """``">=2.13,<2.15"`` -> ``"torch 2.13 and later, before 2.15"``."""
+    words = {">=": "{} and later", ">": "after {}", "<": "before {}", "<=": "{} and earlier", "==": "{} only"}
+    parts = [_CONDITION.match(c).groups() for c in condition.split(",") if c]
+    return "torch " + ", ".join(words[op].format(f"{a}.{b}") for op, a, b in parts)
+
+
 def torch_root(root: str | Path | None = None) -> Path:
     """The folder that holds the ``torch`` package (``torch/`` inside it): the installed one, or ``root``.
 
@@ -294,7 +301,7 @@ def markdown(version: str, results: list[Result]) -> str:
             lines.append(f"- {head} *(in the PyTorch source tree, not in the wheel: read it at "
                          f"[{source_tag(version)}]({r.url}))*")
         elif r.status == "other torch":
-            lines.append(f"- {head} *(torch {p.condition}; not in this torch)*")
+            lines.append(f"- {head} *({in_words(p.condition)}; not checked in this torch)*")
         else:
             what = "the file is missing" if r.missing == ["(file)"] else \
                 "not defined: " + ", ".join(f"`{s}`" for s in r.missing)

@@ -180,7 +180,8 @@ def test_the_section_renders_each_pointer_with_its_mark(fake, capsys):
     assert out[2] == "- ✗ `torch/_dynamo/mod.py` — `gone`. *(in torch 2.13.0+cpu, not defined: `gone`)*"
     assert "in the PyTorch source tree, not in the wheel: read it at [v2.13.0](https://github.com/pytorch/pytorch/" \
            "blob/v2.13.0/torch/csrc/dynamo/guards.cpp)" in out[3]
-    assert out[4].endswith("*(torch >=2.15; not in this torch)*")
+    assert out[4].endswith("*(torch 2.15 and later; not checked in this torch)*")
+    assert P.in_words(">=2.13,<2.15") == "torch 2.13 and later, before 2.15" and P.in_words("==2.11") == "torch 2.11 only"
 
 
 def test_the_pointers_are_read_from_a_source_without_running_it():
