@@ -177,7 +177,9 @@ async () => {
     await MathJax.startup.promise;
   }
   const article = document.querySelector('article.bd-article') || document.body;
-  const box = article.getBoundingClientRect();
+  const outer = article.getBoundingClientRect(), pad = getComputedStyle(article);
+  const box = {left: outer.left + parseFloat(pad.paddingLeft), right: outer.right - parseFloat(pad.paddingRight)};
+  box.width = box.right - box.left;  // the text column: the article's content box
   const problems = [];
   const label = (el) => (el.innerText || '').trim().replace(/\s+/g, ' ').slice(0, 60);
   // tables: wholly inside the text column (a wide code table scrolls in its code box instead)
@@ -185,7 +187,10 @@ async () => {
     if (t.closest('.highlight, pre, mjx-container')) continue;
     const r = t.getBoundingClientRect();
     if (r.width === 0) continue;  // hidden (a closed solution)
-    if (r.right > box.right + 1 || r.left < box.left - 1) {
+    // the theme wraps a table in a scroll box: a table wider than that box hides its last columns
+    const scroller = t.closest('.pst-scrollable-table-container, .table-wrapper');
+    const hidden = scroller ? scroller.scrollWidth - scroller.clientWidth : 0;
+    if (r.right > box.right + 1 || r.left < box.left - 1 || hidden > 1) {
       problems.push(`table wider than the text column (${Math.round(r.width)} px in ${Math.round(box.width)} px): ${label(t)}`);
     }
   }
