@@ -326,3 +326,22 @@ def test_the_helpers_print_no_machine_path_and_no_nan(monkeypatch, tmp_path):
     text = program_text(Program())
     assert "# File: torch/nn/modules/linear.py:134" in text and "# File: helpers/runtime/export_aoti.py:52" in text
     assert not MACHINE_PATH.search(text)
+
+
+def test_a_missing_mathjax_stops_the_build(monkeypatch, tmp_path):
+    """The book never falls back to a CDN: without the npm copy (make setup) the build stops, saying so."""
+    import sys
+    from types import SimpleNamespace
+
+    from sphinx.errors import ConfigError
+
+    sys.path.insert(0, str(ROOT / "_ext"))
+    import page_assets
+
+    monkeypatch.setattr(page_assets, "MATHJAX_PACKAGE", tmp_path / "nothing")
+    with pytest.raises(ConfigError, match="make setup"):
+        page_assets._check_mathjax(None, SimpleNamespace(mathjax_path=page_assets.MATHJAX_ENTRY))
+    with pytest.raises(ConfigError, match="mathjax_path"):
+        page_assets._check_mathjax(None, SimpleNamespace(mathjax_path="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"))
+    scripts = ["a.js", None, "", "a.js"]
+    assert page_assets.unique_scripts(scripts) == ["a.js", None]
