@@ -124,7 +124,35 @@ def nans(raw: str) -> list[str]:
     return [text[max(0, m.start() - 40):m.end() + 10] for m in NAN.finditer(text)]
 
 
+REF_LINK = re.compile(r'<a class="reference internal" href="[^"]*"><span class="std std-ref">(.*?)</span></a>', re.S)
+HEADING = re.compile(r"<h[1-6][^>]*>(.*?)<a class=\"headerlink\"", re.S)
+
+
+def heading_titles(pages_raw: list[str]) -> set[str]:
+    return {visible_text(h).strip() for raw in pages_raw for h in HEADING.findall(raw)}
+
+
+def titles_dropped_mid_sentence(raw: str, titles: set[str]) -> list[str]:
+    """Links whose text is a whole section title, dropped into a sentence after a lowercase word ("and On
+    the GPU: a package of GPU binaries reports ..."): a bare {ref} to a section; give the link its text."""
+    hits = []
+    body = _article(raw)
+    for m in REF_LINK.finditer(body):
+        text = visible_text(m.group(1)).strip()
+        if text not in titles or not text[:1].isupper():
+            continue
+        before = visible_text(re.sub(r"<!--.*?-->", "", body[max(0, m.start() - 400):m.start()]))
+        if re.search(r"\b[a-z]+\s+$", before):
+            hits.append(f"…{before[-30:].strip()} {text}")
+    return hits
+
+
 def test_the_static_checks_catch_each_class_of_problem():
+    titles = heading_titles(['<h2>On the GPU: a package of GPU binaries<a class="headerlink" href="#x">#</a></h2>'])
+    dropped = ('<article><p>a background process, and <a class="reference internal" href="#ch29-gpu"><span '
+               'class="std std-ref">On the GPU: a package of GPU binaries</span></a> reports it</p></article>')
+    given = dropped.replace("On the GPU: a package of GPU binaries", "the section on the GPU package")
+    assert titles_dropped_mid_sentence(dropped, titles) and not titles_dropped_mid_sentence(given, titles)
     split = ('<article><p>applies heuristics: a fused node may hold at most</p>\n'
              '<!-- not-measured: why --> `config.max_fusion_size` nodes</article>')
     assert any("backtick" in h for h in markup_shown_as_text(split))
@@ -145,11 +173,13 @@ def test_the_static_checks_catch_each_class_of_problem():
 
 
 @pytest.mark.book
-def test_no_page_shows_markup_dropped_names_machine_paths_or_nan(built_book):
+def test_no_page_shows_markup_dropped_names_titles_machine_paths_or_nan(built_book):
     problems = []
+    titles = heading_titles([p.read_text(encoding="utf-8") for p in book_pages(built_book["html"])])
     for page in book_pages(built_book["html"]):
         raw = page.read_text(encoding="utf-8")
         name = page.relative_to(built_book["html"])
+        problems += [f"{name}: a section title dropped into a sentence: {h!r}" for h in titles_dropped_mid_sentence(raw, titles)]
         problems += [f"{name}: markup shown as text: {h!r}" for h in sorted(set(markup_shown_as_text(raw)))]
         problems += [f"{name}: a name lost its <...> part: {h!r}" for h in sorted(set(dropped_angle_brackets(raw)))]
         problems += [f"{name}: an absolute path of the machine in an output: {h!r}" for h in sorted(set(machine_paths(raw)))]
