@@ -6,7 +6,8 @@ What a notebook may use (the documented surface; a test keeps the chapters to it
   figures and their expectations (``figure``, ``exact``, ``exact_by_python``, ``band``, ``record``,
   ``words``), the numbers table (``reference``, ``replay``, ``table``), ``CourseError``,
   ``require_torch``, ``fresh_compile_cache``, ``where_to_read`` (the "Where to read the source" list,
-  each pointer checked in the torch the notebook runs on), and the core modules ``helpers.exercises``,
+  each pointer checked in the torch the notebook runs on), ``machine_free`` (printed text without the
+  machine's absolute paths), and the core modules ``helpers.exercises``,
   ``helpers.plots``, ``helpers.timing`` and ``helpers.widgets``.
 - the station subpackages, one per part of the book; each module is named for what its chapter
   teaches and names that chapter in its docstring:
@@ -44,9 +45,10 @@ from .core.numbers import reference, replay, table
 from .core.pointers import where_to_read
 from .core.session import configure, pick, setup
 from .core.state import current_env
+from .core.text import machine_free
 from .runtime.caches import fresh_compile_cache
 
 __version__ = "0.1.0"
 __all__ = ["CourseError", "band", "configure", "current_env", "exact", "exact_by_python", "exercises", "figure",
-           "fresh_compile_cache", "pick", "plots", "record", "reference", "replay", "require_torch", "setup",
+           "fresh_compile_cache", "machine_free", "pick", "plots", "record", "reference", "replay", "require_torch", "setup",
            "table", "timing", "where_to_read", "widgets", "words"]

@@ -97,7 +97,7 @@ RAW_MARKUP = re.compile(r"<!--|-->|```|^\s*:::|</?(?:div|span|p|a|img|table|br|d
 # a name whose <...> part was swallowed as an HTML tag: fn.<locals>.inner shown as fn..inner
 DROPPED_ANGLE = re.compile(r"[A-Za-z_)\]]\.\.[A-Za-z_]")
 # an absolute path of the machine that ran the notebook
-MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:home|root|usr|opt|work|mnt|srv|var/lib|Users)/[^\s'\"<>]*"
+MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:home|root|usr|opt|work|mnt|srv|tmp|var/lib|var/tmp|Users)/[^\s'\"<>]*"
                           r"|site-packages|dist-packages|\.venv/|[A-Z]:\\\\Users")
 NAN = re.compile(r"(?<![\w.])(?:nan|NaN|NAN)(?![\w(])(?:\s*(?:ms|s|µs|us|%|×|x|MiB|GiB|KiB|bytes))?")
 
@@ -163,8 +163,9 @@ def test_the_static_checks_catch_each_class_of_problem():
     assert not dropped_angle_brackets("<article><p>f.&lt;locals&gt;.inner; within 0.1..60</p></article>")
     out = ('<article><div class="cell_output docutils container"><pre># gelu in '
            'torch/.venv/lib/python3.12/site-packages/torch/_refs/x.py\n/usr/lib/python3.12/runpy.py\n'
+           'File "/tmp/runC/compile-cache/tmp/ipykernel_17763/3896126592.py", line 3\n'
            'second      nan ms</pre></div></article>')
-    assert len(machine_paths(out)) >= 2 and nans(out)
+    assert len(machine_paths(out)) >= 3 and nans(out)
     clean = ('<article><div class="cell_output docutils container"><pre># gelu in torch/_refs/x.py\n'
              'second not measured; torch.nanmean; finite</pre></div>'
              '<p>see <code>/usr/bin/g++</code> nan</p></article>')

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from ..core.env import VERIFIED_TORCH, CourseError
 from ..core.private import private
+from ..core.text import machine_free
 
 
 @dataclass
@@ -51,7 +52,7 @@ class _Collector(logging.Handler):
         name = record.name
         artifact = name.rsplit(".__", 1)[1] if ".__" in name else name
         try:
-            self.logs.records.append((artifact, record.getMessage()))
+            self.logs.records.append((artifact, machine_free(record.getMessage())))  # no machine's paths
         except Exception:  # a record that cannot format itself is not worth failing a chapter for
             pass
 

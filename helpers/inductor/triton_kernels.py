@@ -95,11 +95,14 @@ def _innermost_torch_frame(exc: BaseException) -> str:
     inner = exc
     while inner.__cause__ is not None or inner.__context__ is not None:
         inner = inner.__cause__ or inner.__context__
-    frames = [f for f in traceback.extract_tb(inner.__traceback__) if f"{os.sep}torch{os.sep}" in f.filename]
+    from ..aot.decompositions import torch_relative
+
+    frames = [(torch_relative(f.filename), f.name) for f in traceback.extract_tb(inner.__traceback__)]
+    frames = [(path, name) for path, name in frames if path.startswith("torch/")]  # not triton/, not the course
     if not frames:
         return "(outside torch)"
-    f = frames[-1]
-    return f"torch/{f.filename.split(os.sep + 'torch' + os.sep, 1)[1]}: {f.name}"
+    path, name = frames[-1]
+    return f"{path}: {name}"
 
 
 def _root_error(exc: BaseException) -> str:

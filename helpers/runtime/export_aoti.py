@@ -231,10 +231,10 @@ def program_text(ep) -> str:
     """``str(ep)`` of an ExportedProgram with every source path in it (``# File: ...``) named relative to
     its package (``torch/nn/modules/linear.py``, ``helpers/runtime/export_aoti.py``), never as the absolute
     path of the machine that ran it (ch29)."""
-    import helpers
-    from helpers.aot.decompositions import torch_relative
+    from ..aot.decompositions import torch_relative
+    from ..core.env import REPO_ROOT
 
-    course = os.path.dirname(os.path.dirname(os.path.abspath(helpers.__file__)))  # the folder holding helpers/
+    course = str(REPO_ROOT)  # the folder holding helpers/
 
     def short(match: re.Match) -> str:
         path = match.group(0)
