@@ -142,19 +142,27 @@ def skip_reason(message: str) -> str:
     return message.split(". Found from")[0].splitlines()[0].strip() if message else ""
 
 
-@contextmanager
-def keep_addmm():
-    """Compile inside the block with Inductor's pattern matcher off, so ``addmm`` stays one library call (ch25).
+def compile_keeping_addmm(model, *args, calls: int = 3):
+    """Compile ``model`` as ``mode="reduce-overhead"`` does, with Inductor's pattern matcher off, so that
+    ``addmm`` stays one library call; call it ``calls`` times (compile, warm up, record) (ch25).
 
     Among the pattern matcher's rewrites is ``unfuse_bias_add_to_pointwise``
     (``torch/_inductor/fx_passes/post_grad.py``): on a GPU, an ``addmm`` whose users are all pointwise
-    becomes ``mm`` plus a pointwise kernel that adds the bias (fused with the ReLU). With the matcher off
-    the graph keeps eager's ``addmm``, so both run the same matrix-product kernel. The switch is
-    ``torch._inductor.config.pattern_matcher``, read at compile time: call the compiled function for the
-    first time inside the block.
+    becomes ``mm`` plus a pointwise kernel that adds the bias (fused with the ReLU). The switch goes in the
+    compile's ``options`` (``triton.cudagraphs`` too, which is what reduce-overhead sets), not in a patched
+    global config: the options are part of the compiled function's identity
+    (``_TorchCompileInductorWrapper.__eq__`` compares ``config``), so Dynamo compiles the model anew rather
+    than reusing the entry it compiled with the matcher on. Returns ``(compiled, compiled_anew)``, the
+    second True when Dynamo did build a new graph.
     """
-    with private("torch._inductor.config").patch(pattern_matcher=False):
-        yield
+    import torch
+
+    stats = private("torch._dynamo.utils.counters")["stats"]
+    before = stats["unique_graphs"]
+    compiled = torch.compile(model, dynamic=False, options={"triton.cudagraphs": True, "pattern_matcher": False})
+    for _ in range(calls):
+        compiled(*args)
+    return compiled, stats["unique_graphs"] > before
 
 
 def touch(t) -> str:

@@ -72,8 +72,8 @@ class Gathered:
 
 
 G = Gathered
-#: Every figure the map gathers, by role and chapter. One line adds one. (Chapter 25's "addmm kept" run is
-#: not a fix: it refuted the rewrite as the cause, so the map quotes the kernel it found, gemm_slowdown.)
+#: Every figure the map gathers, by role and chapter. One line adds one. (Chapter 25's "addmm kept" run is a
+#: diagnosis, not a setting to ship: the map quotes what it found, not its speed-up over eager.)
 MAP: list[Gathered] = [
     # fast: fusion removes memory traffic
     G("ch02", "traffic_ratio", "fast", "series_traffic_ratio", "bytes moved, eager ÷ fused (sin·cos+tanh)", ".1f"),
@@ -89,6 +89,8 @@ MAP: list[Gathered] = [
     G("ch22", "simd_step", "fast", None, "C++ vector loop: float32 elements per step (the CPU decides)", "d"),
     G("ch25", "gpu_busy_b8", "fast", None, "share of an eager step the GPU computes, batch 8", ".2f"),
     G("ch25", "replay_speedup", "fast", "series_replay_speedup", "CUDA graph replay vs eager, batch 8", ".2f"),
+    G("ch25", "replay_us", "fast", None, "the eager step replayed as one CUDA graph, batch 8 (µs)", ".0f"),
+    G("ch25", "ro_b8_us", "fast", None, "a reduce-overhead step, batch 8 (µs)", ".0f"),
     G("ch25", "ro_vs_eager_b8", "fast", "series_ro_vs_eager_b8", "reduce-overhead vs eager, batch 8", ".2f"),
     G("ch25", "ro_vs_default_b8192", "fast", "series_ro_vs_default_b8192", "reduce-overhead vs default compile, batch 8192", ".2f"),
     # slow: the compile itself
@@ -111,6 +113,7 @@ MAP: list[Gathered] = [
     # slow: CUDA graphs not used
     G("ch25", "mutation_reason", "slow", "series_mutation_reason", "reduce-overhead on an input mutation", ""),
     G("ch25", "gemm_slowdown", "slow", None, "reduce-overhead's matrix product vs eager's (cuBLAS kernel), batch 8", ".1f"),
+    G("ch25", "ro_over_gpu_step", "slow", None, "a reduce-overhead step ÷ its kernels' GPU time, batch 8", ".2f"),
     G("ch24", "cold_first_s", "slow", "series_cold_s", "cold cache: first call in a new process", ".2f"),
     G("ch24", "n768_fx_miss", "slow", None, "a new shape (n = 768): FX graph cache misses", "d"),
     G("ch24", "cppw_fx_miss", "slow", None, "a setting changed (cpp_wrapper): FX graph cache misses", "d"),
@@ -133,6 +136,8 @@ MAP: list[Gathered] = [
     G("ch27", "dump_graph_dirs", "fix", "series_dump_graph_dirs", "TORCH_COMPILE_DEBUG: graph folders for one break", "d"),
     G("ch27", "mini_steps", "fix", "series_mini_steps", "the minifier: shrinking steps to the failing node", "d"),
     G("ch25", "fixed_skips", "fix", None, "reduce-overhead after returning a new tensor: skips", "d"),
+    G("ch25", "ro_keep_vs_ro", "fix", None, "diagnosis: reduce-overhead with the addmm rewrite ÷ with addmm kept", ".2f"),
+    G("ch25", "keep_same_kernel", "fix", None, "… and with addmm kept, the same matrix-product kernel", ""),
     G("ch24", "warm_first_s", "fix", "series_warm_s", "warm disk cache: first call in a new process", ".2f"),
     G("ch24", "warm_work_vs_cold", "fix", None, "compile work left with a warm cache, ÷ cold", ".2f"),
     # fix: compile before deployment
@@ -269,15 +274,16 @@ class Row:
     series: tuple | None = None
     run: dict = field(default_factory=dict)
     on: str | None = None   # "cpu" for a figure its GPU run measured on the host CPU
+    flags: dict = field(default_factory=dict)   # the record's machine_dependent, where it has one
 
     @property
     def like_for_like(self) -> bool:
-        """The series' value and the book's come from machines of one kind, or the figure is no time or speed
-        (a laptop CPU's compile time beside an H200 run's is not a pair to divide) (ch30)."""
+        """The series' value and the book's make a like-for-like pair (``helpers.core.numbers.comparable``):
+        a laptop CPU's compile time beside an H200 run's is not a pair to divide (ch30)."""
         if self.awaiting or self.series is None:
             return True
         machine = series_machine(self.series[2])
-        fig = {"unit": self.unit, "status": self.status, "rule": self.rule, "on": self.on}
+        fig = {"unit": self.unit, "status": self.status, "rule": self.rule, "on": self.on, **self.flags}
         return machine is None or comparable(machine, fig, {"device": self.run.get("kind")})
 
     @property
@@ -326,6 +332,7 @@ def gather(items: list[Gathered] | None = None, *, glue: bool = True, canonical_
         if fig is not None:
             row.value, row.unit, row.status, row.rule = fig["value"], fig.get("unit", ""), fig["status"], fig["rule"]
             row.on = fig.get("on")
+            row.flags = {k: fig[k] for k in ("machine_dependent",) if k in fig}
             row.run = {"device": (record.get("env") or {}).get("device_name"), "verified": record.get("verified"),
                        "torch": (record.get("env") or {}).get("torch"), "kind": (record.get("env") or {}).get("device")}
             if glue:
@@ -393,9 +400,9 @@ def map_markdown(rows: list[Row]) -> str:
                    + f"; verified {', '.join(dates)})."
                    + (f" Rows marked *{AWAITING}* fill in when that chapter is published." if any(r.awaiting for r in rows) else ""))
     if any(not r.like_for_like for r in rows):
-        out += ["", "† Not a like-for-like pair: a time or speed that the series and this book measured on different "
-                    "kinds of machine (a CPU and a GPU). Read each against its own machine; the picture below leaves "
-                    "these rows out."]
+        out += ["", "† Not a like-for-like pair: the machine decides this value, and the series measured it on a CPU "
+                    "that the book never ran on. Read each against its own machine; the picture below leaves these "
+                    "rows out."]
     return "\n".join(out)
 
 

@@ -5,8 +5,8 @@ import torch
 from helpers.runtime.cudagraphs import (
     LaunchBudget,
     capture,
+    compile_keeping_addmm,
     eager_ops,
-    keep_addmm,
     mlp,
     same_pointer,
     skip_log,
@@ -61,11 +61,16 @@ def test_capture_and_replay_follow_new_inputs():
         assert torch.allclose(out, model(new))
 
 
-def test_keep_addmm_switches_the_pattern_matcher_off_for_the_block_only():
-    from helpers.core.private import private
+def test_compile_keeping_addmm_compiles_anew_beside_an_entry_compiled_with_the_matcher_on():
+    """The review's catch: a pattern_matcher patched around torch.compile reused the entry compiled with it on."""
+    from helpers.dynamo.state import clear_compile_state
 
-    config = private("torch._inductor.config")
-    before = config.pattern_matcher
-    with keep_addmm():
-        assert config.pattern_matcher is False
-    assert config.pattern_matcher == before
+    clear_compile_state()
+    model, x = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()), torch.randn(4, 8)
+    with torch.no_grad():
+        default = torch.compile(model, dynamic=False)
+        default(x)
+        kept, anew = compile_keeping_addmm(model, x, calls=1)
+        assert anew and torch.allclose(kept(x), model(x))
+
+
