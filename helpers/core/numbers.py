@@ -164,11 +164,10 @@ def render_table(spec: list, series: dict, book: dict, book_env: dict | None, mi
         cells.append(_short_check(judged) if judged and judged.get("status") else "—")
         lines.append("| " + " | ".join(markdown_cell(c) for c in cells) + " |")
     if unlike:
-        lines += ["", f"† Not a like-for-like pair: a time or speed that the series measured on "
-                      f"{' and '.join(sorted(unlike))} and this book's run on another kind of machine "
-                      f"({short_device(book_env)}). Read each against its own machine, or against a run of this "
-                      "chapter on the series' kind of machine (the verification page lists the book's CPU runs); "
-                      "counts and names that torch decides compare across machines."]
+        lines += ["", f"† Not a like-for-like pair: the machine decides this value (a time, a speed, what the "
+                      f"processor offers), and the series measured it on {' and '.join(sorted(unlike))}, this book "
+                      "on another machine. Read each against its own machine; what torch alone decides (a count, "
+                      "a name) compares across machines."]
     lines += ["", f"**This book:** {run_label(book_env)}" + ("." if reader else
               " — the run every output on this page comes from.")]
     if reader:
@@ -178,7 +177,7 @@ def render_table(spec: list, series: dict, book: dict, book_env: dict | None, mi
 
 def series_cell(s: dict, fmt: str, fig: dict | None, env: dict | None) -> str:
     """A series value for a report row: the value, its machine, and † where it is no like-for-like pair
-    with ``fig`` of the run ``env`` (a time or ratio from another kind of machine)."""
+    with ``fig`` of the run ``env`` (``comparable``)."""
     text = _fmt(s["value"], fmt, s.get("unit", ""))
     machine = series_machine(s.get("machine"))
     if machine is None:
@@ -195,25 +194,30 @@ def series_header(machines: set) -> str:
     return "Series"
 
 
-SPEED_UNITS = {"s", "ms", "µs", "us", "ns", "×"}
-
-
-def speed_figure(fig: dict) -> bool:
-    """A time, a speed-up or a rate the run measured (not an exact ratio of counted bytes): only machines of
-    one kind (CPU with CPU, GPU with GPU) make a like-for-like pair of it."""
-    unit = str(fig.get("unit") or "")
-    exact = str(fig.get("rule", "")).startswith("==")
-    return not exact and (unit in SPEED_UNITS or unit.endswith("/s"))
+def machine_dependent(fig: dict) -> bool:
+    """Whether the machine decides the figure: a time, a speed, what the processor offers (a record or a band),
+    or an exact value that differs by device (``exact(by_device=...)``). An exact value torch alone decides
+    (a count, a name, bytes by a model) is the same on every machine."""
+    expect = fig.get("expect")
+    if isinstance(expect, dict):
+        return expect.get("kind") != "exact" or bool(expect.get("by_device"))
+    if "machine_dependent" in fig:   # a canonical record (``helpers run``'s record_of)
+        return bool(fig["machine_dependent"])
+    return not str(fig.get("rule", "")).startswith("==")
 
 
 def comparable(machine: SeriesMachine, fig: dict, env: dict | None) -> bool:
-    """Whether the series' value and the run's figure make a like-for-like pair: machines of one kind, or a
-    figure that is no time or speed (a count, a name, a size).
+    """Whether the series' value and the run's figure make a like-for-like pair (ch01).
 
-    The figure's own ``on`` (a CPU measurement inside a GPU run) wins over the run's device.
+    A figure torch alone decides compares across machines. One the machine decides pairs only a GPU with a
+    GPU (the L40S with the H200: the chapters measure where those two differ); a CPU's never pairs with
+    another machine's, since the book never ran on the series' laptop. The figure's own ``on`` (a CPU
+    measurement inside a GPU run) wins over the run's device.
     """
+    if not machine.kind or not machine_dependent(fig):
+        return True
     kind = fig.get("on") or (env or {}).get("device")
-    return not machine.kind or not speed_figure(fig) or kind is None or kind == machine.kind
+    return kind == machine.kind == "cuda"
 
 
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")

@@ -115,7 +115,10 @@ def record_of(r, verified: str) -> dict:
     """A chapter's ``helpers/canonical`` record from its verified notebook ``r``: the run's figures, and the
     series' values it cites (``series``), so that the map (ch30) can show them where only the records ship."""
     chapter = CHAPTER_FILE.match(Path(r.path).name).group(1)
-    figures = {f["name"]: {k: f.get(k) for k in ("value", "unit", "status", "rule") + (("on",) if f.get("on") else ())}
+    from ..core.numbers import machine_dependent
+
+    figures = {f["name"]: {**{k: f.get(k) for k in ("value", "unit", "status", "rule") + (("on",) if f.get("on") else ())},
+                           "machine_dependent": machine_dependent(f)}
                for f in r.figures if f["status"] not in NOT_MEASURED_HERE}
     series = {f["name"]: {"value": f.get("value"), "unit": f.get("unit", ""), "source": f.get("rule", ""),
                           "machine": f.get("machine")}

@@ -39,11 +39,12 @@ def test_mixed_machines_name_each_cell_and_like_pairs_are_not_marked():
     assert "†" not in text
 
 
-def test_a_figure_measured_on_the_host_cpu_pairs_with_a_cpu_series_value():
+def test_a_time_pairs_only_gpu_with_gpu_and_a_quote_with_anything():
     laptop = SERIES_MACHINES["laptop"]
     timed = {"value": 2.0, "unit": "s", "status": "record", "rule": "record only"}
     assert not comparable(laptop, timed, H200)
-    assert comparable(laptop, {**timed, "on": "cpu"}, H200)
+    assert not comparable(laptop, {**timed, "on": "cpu"}, H200)    # a CPU, but not the series' laptop
+    assert comparable(SERIES_MACHINES["l40s"], timed, H200)          # GPU with GPU: the chapters compare them
     assert comparable(SERIES_MACHINES["datasheet"], timed, H200)  # quoted, not measured
 
 
@@ -68,11 +69,16 @@ def test_every_series_value_in_the_sources_names_its_machine():
     assert not missing, "helpers.reference(...) without on=<one of SERIES_MACHINES>: " + "; ".join(missing)
 
 
-def test_only_times_and_speeds_need_machines_of_one_kind():
-    laptop = SERIES_MACHINES["laptop"]
-    assert not comparable(laptop, {"unit": "×", "status": "pass", "rule": "sm90: 2..9"}, H200)
-    assert comparable(laptop, {"unit": "×", "status": "pass", "rule": "== 4.0"}, H200)       # a ratio of counted bytes
-    assert comparable(laptop, {"unit": "entries", "status": "record", "rule": "record only"}, H200)
+def test_what_the_machine_decides_pairs_only_gpu_with_gpu():
+    laptop, l40s = SERIES_MACHINES["laptop"], SERIES_MACHINES["l40s"]
+    banded = {"unit": "×", "status": "pass", "rule": "sm90: 2..9", "expect": {"kind": "band"}}
+    assert not comparable(laptop, banded, H200) and comparable(l40s, banded, H200)
+    assert comparable(laptop, {"unit": "×", "status": "pass", "rule": "== 4.0", "expect": {"kind": "exact", "value": 4}}, H200)
+    lanes = {"unit": "lanes", "status": "record", "rule": "record only", "expect": {"kind": "record"}, "on": "cpu"}
+    assert not comparable(laptop, lanes, H200)      # an M1's lanes beside the host CPU's: other machines
+    by_device = {"unit": "", "status": "pass", "rule": "== 'triton_poi'", "expect": {"kind": "exact", "by_device": {"cuda": "t"}}}
+    assert not comparable(laptop, by_device, H200)  # a kernel name the device decides
+    assert comparable(laptop, {"unit": "", "status": "pass", "rule": "== 'x'", "machine_dependent": False}, H200)
 
 
 def test_a_figure_a_moved_api_left_unmeasured_reads_not_measured():
