@@ -266,14 +266,13 @@ def figure(name: str, value, unit: str = "", *, expect: dict, note: str = "", qu
     if moved and value.detail:
         note = (note + "; " if note else "") + value.detail
     value = None if moved else _plain(value)
-    fig = Figure(name, value, unit, expect, env.classes, env.torch_minor, env.device_class, note, moved=moved)
+    fig = Figure(name, value, unit, expect, env.classes, env.torch_minor, env.device_class, note, on=on, moved=moved)
     if fig.status == "fail" and retry is not None and expect["kind"] != "exact":
         first = value
         value = _plain(retry())
         fig = Figure(name, value, unit, expect, env.classes, env.torch_minor, env.device_class,
                      (note + "; " if note else "") + f"re-measured once: the first measurement, "
-                     f"{format_value(first, unit)}, missed")
-    fig.on = on
+                     f"{format_value(first, unit)}, missed", on=on)
     RECORDED[name] = fig
     meta = {"scrapbook": {"name": name, "mime_prefix": GLUE_PREFIX},
             META_KEY: {**fig.as_meta(), **({"on": on} if on else {}), **({MOVED_KEY: moved} if moved else {})}}
