@@ -426,8 +426,8 @@ def write_report(report: dict, out_dir: Path) -> None:
                 f"({cpu['seconds_at_90pct']:.0f} s at 90 % or more; samples in cpu.tsv)"] if cpu.get("busy_mean") is not None else []),
              "", "Exact figures that fail mean torch behaves differently from the text; band figures that fail "
              "are hardware or timing (each was measured twice before failing where the chapter allows). Each series "
-             "value names the machine it was printed on; † marks a time or ratio from another kind of machine "
-             "than this run's (a laptop CPU beside a GPU), which is no like-for-like pair.", ""]
+             "value names the machine it was printed on; † marks a value the machine decides (a time, a speed, "
+             "what the processor offers) that the series measured on a machine unlike this run's: no like-for-like pair.", ""]
     for nb in report["notebooks"]:
         name = Path(nb["path"]).name
         chapter = CHAPTER_FILE.match(name).group(1) if CHAPTER_FILE.match(name) else None
