@@ -33,21 +33,24 @@ def show_markdown(text: str, metadata: dict | None = None) -> None:
     print(text)
 
 
-def machine_free(text: str) -> str:
+def machine_free(text: str, *, keep_local: bool = False) -> str:
     """``text`` without the absolute paths of the machine that ran it (ch01): a notebook cell's file becomes
     ``<cell>``; a file of an installed package is named from its package (``torch/_dynamo/eval_frame.py``),
     one of Python's own from the standard library (``runpy.py``); the compile cache and the temporary folder
-    become ``$TORCHINDUCTOR_CACHE_DIR`` and ``$TMPDIR``, and the course's files are named from its root."""
+    become ``$TORCHINDUCTOR_CACHE_DIR`` and ``$TMPDIR``, and the course's files are named from its root.
+    ``keep_local``: leave the course's, the temporary folder's and other local files as they are (a log that
+    the triage reads for the reader's own file and line)."""
     from .env import REPO_ROOT
 
     text = _CELL.sub("<cell>", text)
     prefixes = [(p, "") for p in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}]
     prefixes += [(p, "") for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
     prefixes += [(sysconfig.get_paths()["stdlib"], "")]
-    for var in ("TORCHINDUCTOR_CACHE_DIR", "TMPDIR"):
-        if os.environ.get(var):
-            prefixes.append((os.environ[var], f"${var}"))
-    prefixes.append((str(REPO_ROOT), ""))
+    if not keep_local:
+        for var in ("TORCHINDUCTOR_CACHE_DIR", "TMPDIR"):
+            if os.environ.get(var):
+                prefixes.append((os.environ[var], f"${var}"))
+        prefixes.append((str(REPO_ROOT), ""))
     text = re.sub(r"(?<![\w.$])/[^\s\"':]*/lib/python3\.\d+/(?:(?:site|dist)-packages/)?", "", text)  # another Python's
     for prefix, name in sorted(prefixes, key=lambda p: -len(p[0])):   # the longest (most specific) first
         prefix = prefix.rstrip(os.sep)

@@ -52,7 +52,9 @@ class _Collector(logging.Handler):
         name = record.name
         artifact = name.rsplit(".__", 1)[1] if ".__" in name else name
         try:
-            self.logs.records.append((artifact, machine_free(record.getMessage())))  # no machine's paths
+            # no machine's paths in what a chapter prints; the reader's own files stay as they are (the triage
+            # names them)
+            self.logs.records.append((artifact, machine_free(record.getMessage(), keep_local=True)))
         except Exception:  # a record that cannot format itself is not worth failing a chapter for
             pass
 

@@ -28,3 +28,12 @@ def test_machine_free_names_files_without_the_machines_paths(monkeypatch):
         'File "<cell>", line 3, in f', 'File "runpy.py", line 198', "torch/_dynamo/eval_frame.py",
         "torch/nn/modules/linear.py:134", "$TORCHINDUCTOR_CACHE_DIR/triton $TMPDIR/x helpers/core/text.py"]
     assert machine_free("a user's /home/ana/model.py stays") == "a user's /home/ana/model.py stays"
+
+
+def test_machine_free_can_keep_local_files_for_the_triage(monkeypatch):
+    from helpers.core.env import REPO_ROOT
+    from helpers.core.text import machine_free
+
+    monkeypatch.setenv("TMPDIR", "/tmp/x")
+    text = f'File "/tmp/x/ipykernel_1/2.py", line 3\n{REPO_ROOT}/tests/model.py:4 /tmp/x/model.py'
+    assert machine_free(text, keep_local=True) == f'File "<cell>", line 3\n{REPO_ROOT}/tests/model.py:4 /tmp/x/model.py'
