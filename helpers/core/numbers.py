@@ -95,7 +95,9 @@ TABLE_META_KEY = "course_table"
 def table(rows: list[tuple], chapter: str | None = None):
     """Show the chapter's numbers: the series' value, this book's run, your run, and the check.
 
-    ``rows`` are ``(label, reference_name_or_None, figure_name, fmt)`` tuples. The book's values come
+    ``rows`` are ``(label, reference_name_or_None, figure_name, fmt)`` tuples, or, for a series value this
+    book cannot re-measure, ``(label, reference_name, None, fmt, why)``: the book's cell says why (a file
+    the run does not write, a measurement only the series' laptop made). The book's values come
     from the published record of this chapter (``helpers/canonical``); ``publish`` re-renders the
     table of the notebooks it publishes so that the page shows only its own run.
     """
@@ -136,7 +138,7 @@ def render_table(spec: list, series: dict, book: dict, book_env: dict | None, mi
     another kind of machine than the book's run (a laptop CPU beside a GPU) is marked as not comparable.
     """
     reader = mine is not None
-    used = [series.get(ref) for _, ref, _, _ in spec if ref and series.get(ref)]
+    used = [series.get(row[1]) for row in spec if row[1] and series.get(row[1])]
     machines = {s.get("machine") for s in used}
     one = series_machine(next(iter(machines))) if len(machines) == 1 and None not in machines else None
     head = ["Figure", series_header(machines), f"This book ({short_device(book_env)})"]
@@ -145,9 +147,9 @@ def render_table(spec: list, series: dict, book: dict, book_env: dict | None, mi
     head += ["Check" + (" (your run)" if reader else "")]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     unlike: set[str] = set()
-    for label, ref, name, fmt in spec:
+    for label, ref, name, fmt, *why in spec:
         s = series.get(ref) if ref else None
-        b = book.get(name)
+        b = book.get(name) if name else None
         cell = "—"
         if s:
             cell = _fmt(s["value"], fmt, s.get("unit", ""))
@@ -157,10 +159,12 @@ def render_table(spec: list, series: dict, book: dict, book_env: dict | None, mi
             if machine and b and not comparable(machine, b, book_env):
                 cell += " †"
                 unlike.add(machine.name)
-        cells = [label, cell, _fmt(b["value"], fmt, b.get("unit", "")) if b else "—"]
-        judged = (mine or {}).get(name) if reader else b
+        not_measured = f"not re-measured: {why[0]}" if why and not name else "—"
+        cells = [label, cell, _fmt(b["value"], fmt, b.get("unit", "")) if b else not_measured]
+        judged = ((mine or {}).get(name) if name else None) if reader else b
         if reader:
-            cells.append(_fmt(judged["value"], fmt, judged.get("unit", "")) if judged else "not measured here")
+            cells.append(_fmt(judged["value"], fmt, judged.get("unit", "")) if judged else
+                         "not measured here" if name else "—")
         cells.append(_short_check(judged) if judged and judged.get("status") else "—")
         lines.append("| " + " | ".join(markdown_cell(c) for c in cells) + " |")
     if unlike:

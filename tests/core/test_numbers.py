@@ -85,3 +85,12 @@ def test_a_figure_a_moved_api_left_unmeasured_reads_not_measured():
     book = {"k": {"value": None, "unit": "kernels", "status": "unverified", "rule": "this step needs torch 2.11–2.15"}}
     text = render_table([["kernels", None, "k", "d"]], {}, book, H200)
     assert "| kernels | — | not measured |" in text and "None kernel" not in text
+
+
+def test_a_series_value_the_book_cannot_re_measure_says_why():
+    series = {"series_size": {"value": 4.1, "unit": "KB", "machine": "laptop"}}
+    spec = [["cache file", "series_size", None, ".1f", "the GPU run writes no such file"]]
+    text = render_table(spec, series, {}, H200)
+    assert "| cache file | 4.1 KB | not re-measured: the GPU run writes no such file | — |" in text
+    reader = render_table(spec, series, {}, H200, {}, H200)
+    assert "not measured here" not in reader and "not re-measured: the GPU run writes no such file" in reader
