@@ -172,3 +172,21 @@ def test_a_laptop_cpu_time_beside_a_gpu_time_is_marked_and_left_out_of_the_pictu
     assert "3.75 s (macOS laptop CPU) †" in text and "2 graphs (NVIDIA L40S) |" in text and "† Not a like-for-like" in text
     assert "awaiting" not in text   # nothing awaits: no sentence about rows that fill in
     assert {p.figures[0] for p in ratio_points([cold, count, host])} == {"f_graphs"}
+
+
+@pytest.mark.parametrize("item", recap.QUOTED, ids=lambda i: f"quoted-{i.chapter}-{i.figure}")
+def test_every_quoted_figure_exists_in_its_chapter_source(item):
+    text = recap.source_text(item.chapter)
+    assert text is not None and _declared_in_source(text, item.figure), f"{item.chapter} records no {item.figure!r}"
+
+
+def test_quoted_figures_a_published_record_lacks_come_back_as_none(tmp_path):
+    (tmp_path / "ch25.json").write_text(json.dumps({"figures": {}, "env": {}, "verified": "x"}))
+    rows = recap.gather(recap.QUOTED, glue=False, canonical_dir=tmp_path, optional=True)
+    assert all(r.awaiting for r in rows) and recap.value(rows, "ch25", "keep_eager_kernel") is None
+    with pytest.raises(KeyError):
+        recap.gather(recap.QUOTED, glue=False, canonical_dir=tmp_path)
+
+
+def test_the_fix_table_holds_no_diagnosis_of_chapter_25():
+    assert not [i for i in MAP if i.chapter == "ch25" and i.role == "fix" and "keep" in i.figure]
