@@ -97,6 +97,18 @@ class Schedule:
         return sum(1 for line in self.log if line.startswith("completed fusion round"))
 
     @property
+    def reorder_round(self) -> list[str]:
+        """The log of the extra round ``fuse_nodes`` runs after the ordinary ones, with loop reordering and
+        index inversion allowed (``fuse_nodes_once(..., is_reorder_round=True)``); [] when it did not run (ch19)."""
+        done = [i for i, line in enumerate(self.log) if line.startswith("===== fusion complete")]
+        return self.log[done[-1] + 1:] if done else []
+
+    @property
+    def reorder_fusions(self) -> list[str]:
+        """The "fusing A with B" decisions of the extra reorder round only (ch19)."""
+        return [line[len("fusing "):] for line in self.reorder_round if line.startswith("fusing ")]
+
+    @property
     def kernels(self) -> list[str]:
         return self.code.kernels
 

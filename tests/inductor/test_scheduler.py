@@ -63,3 +63,27 @@ def test_horizontal_check_and_settings():
     assert horizontal_check(None, lambda x: x) is None
     assert isinstance(inductor_setting("max_fusion_size"), int)
     assert isinstance(inductor_setting("cpp.simdlen"), (int, type(None)))
+
+
+def mismatch(x):
+    return torch.sin(x), torch.cos(x.t()).contiguous()
+
+
+def test_reorder_round_is_logged_on_cpu_and_fuses_nothing_there():
+    x = torch.randn(64, 64)
+    s = schedule(mismatch, x)
+    assert s.rejections == ["cannot fuse op0 with op1: no shared data"]
+    # fuse_nodes' extra round ran (loop_ordering_after_fusion is on by default), re-scored the pair and fused nothing:
+    # shared_data_after_reordering_loop returns -1 for CPU nodes
+    assert "op0 and op1 has 0 shared data" in s.reorder_round and s.reorder_fusions == []
+    off = schedule(mismatch, x, loop_ordering_after_fusion=False, loop_index_inversion_in_fusion=False)
+    assert off.reorder_round == [] and len(off.post) == len(s.post) == 2
+
+
+def test_op_name_heuristic_stores_exp_but_recomputes_sin_on_cpu():
+    def wall_exp(x):
+        y = torch.exp(x)
+        return torch.relu(y + y.sum())
+    x = torch.randn(64, 64)
+    assert [n.origins for n in schedule(wall_exp, x).pre][0] == ["exp"]  # y is its own node: stored
+    assert all("sin" in n.origins for n in schedule(wall, x).pre)       # sin in both nodes: recomputed
