@@ -111,7 +111,55 @@ def render(toc_chapters: list[str] | None = None) -> str:
                      " | ".join(_cell(col.get(ch)) for _, col in columns) + " |")
     commits = sorted({s["commit"] for _, col in columns for s in col.values() if s.get("commit")})
     lines += ["", f"Runs from course commits: {', '.join(commits)}." if commits else ""]
+    lines += ["", *coverage_lines(chapters)]
     return "\n".join(lines).rstrip() + "\n"
+
+
+COVERAGE_HEADER = """## The series' values in each chapter
+
+Every value the original series reported that a chapter quotes is glued beside the figure this book
+measures for it, and the chapter's numbers table pairs them. A value the book cannot measure again (a file
+its run does not write, a measurement only the series' laptop made) has a row that says why. Counted from
+the committed notebooks' numbers tables and glued series values (PyTorch's and vendors' quoted figures
+are not the series'; {doc}`ch30_map` quotes the other chapters' values in its map and is not counted):
+"""
+
+
+SERIES_OWN = ("l40s", "laptop", "m1", "post")   # the series' own values; PyTorch's and datasheets' are not
+
+
+def series_coverage(notebook: Path) -> dict:
+    """A chapter's series values: glued, re-measured (paired in the numbers table with a figure of the run),
+    not re-measurable (a table row with why) and glued only (neither)."""
+    from ..core.numbers import META_KEY, TABLE_META_KEY
+
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    outputs = [o for c in nb["cells"] for o in c.get("outputs", [])]
+    metas = [o.get("metadata") or {} for o in outputs]
+    figures = {m[META_KEY]["name"] for m in metas if META_KEY in m and m[META_KEY].get("origin") != "reference"}
+    series = {m[META_KEY]["name"] for m in metas if META_KEY in m and m[META_KEY].get("origin") == "reference"
+              and m[META_KEY].get("machine") in SERIES_OWN}
+    rows = [row for m in metas if TABLE_META_KEY in m for row in m[TABLE_META_KEY].get("rows", [])]
+    measured = {r[1] for r in rows if r[1] in series and r[2] and r[2] in figures}
+    why = {r[1]: (r[0], r[4]) for r in rows if r[1] in series and not r[2] and len(r) > 4}
+    return {"glued": len(series), "re_measured": len(measured), "not_re_measured": why,
+            "glued_only": sorted(series - measured - set(why))}
+
+
+def coverage_lines(chapters: list[str]) -> list[str]:
+    lines = [COVERAGE_HEADER, "| chapter | series values | re-measured | not re-measured | glued only |",
+             "|---|---|---|---|---|"]
+    reasons = []
+    for ch in (c for c in chapters if c != "ch30"):
+        c = series_coverage(CHAPTERS_DIR / f"{_doc(ch)}.ipynb")
+        if not c["glued"]:
+            continue
+        lines.append(f"| {{doc}}`{_doc(ch)}` | {c['glued']} | {c['re_measured']} | {len(c['not_re_measured'])} | "
+                     f"{len(c['glued_only'])} |")
+        reasons += [f"- {ch}, {label}: {text}" for label, text in c["not_re_measured"].values()]
+    if reasons:
+        lines += ["", "Why a value is not re-measured:", "", *reasons]
+    return lines
 
 
 def _doc(chapter: str) -> str:

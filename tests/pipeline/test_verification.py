@@ -34,7 +34,7 @@ def test_a_recorded_run_becomes_a_column_and_a_failure_shows(tmp_path, monkeypat
     path = verification.record(run)
     assert path.name == "sm90-torch2.11.json"
     (path.parent / "grading.json").write_text('{"chapters": ["ch05"]}')  # other records share the folder
-    page = verification.render(["ch05", "ch08", "ch09"])
+    page = verification.render(["ch05", "ch08", "ch09"]).split(verification.COVERAGE_HEADER)[0]
     row = {line.split("|")[1].strip(): line for line in page.splitlines() if line.startswith("| {doc}")}
     assert row["{doc}`ch05_variable_trackers`"].count("✓") == 2
     assert "✗" in row["{doc}`ch08_output_graph`"]
@@ -62,3 +62,24 @@ def test_a_run_from_an_uncommitted_tree_is_not_recorded(tmp_path, monkeypatch):
     with pytest.raises(CourseError, match="uncommitted changes"):
         verification.record(run)
     assert not (tmp_path / "verified").exists()
+
+
+def test_series_coverage_counts_paired_unmeasurable_and_glued_only_values(tmp_path):
+    import json
+
+    from helpers.core.figures import META_KEY
+    from helpers.core.numbers import TABLE_META_KEY
+
+    def out(meta_key, meta):
+        return {"output_type": "display_data", "data": {"text/plain": "x"}, "metadata": {meta_key: meta}}
+
+    refs = [out(META_KEY, {"name": n, "origin": "reference", "machine": m})
+            for n, m in [("s_t", "l40s"), ("s_size", "laptop"), ("s_left", "l40s"), ("ann", "pytorch")]]
+    figs = [out(META_KEY, {"name": "t", "origin": "figure"})]
+    table = out(TABLE_META_KEY, {"rows": [["time", "s_t", "t", ".1f"], ["size", "s_size", None, "d", "no such file"],
+                                          ["announced", "ann", "t", "d"]]})
+    nb = tmp_path / "ch99_x.ipynb"
+    nb.write_text(json.dumps({"cells": [{"cell_type": "code", "outputs": refs + figs + [table]}]}))
+    c = verification.series_coverage(nb)
+    assert (c["glued"], c["re_measured"], c["glued_only"]) == (3, 1, ["s_left"])  # PyTorch's value is not the series'
+    assert c["not_re_measured"] == {"s_size": ("size", "no such file")}
