@@ -3,7 +3,9 @@
 What runs without CUDA (the model, counting the ATen operators an eager step dispatches, the
 launch-overhead arithmetic) is tested on CPU; the rest needs a CUDA device. Private torch names
 (``torch.utils._python_dispatch.TorchDispatchMode``, ``torch._dynamo.utils.counters``,
-``torch._inductor.cudagraph_utils``, ``torch._inductor.config``) go through ``helpers.core.private.private``; all exist on torch
+``torch._inductor.cudagraph_utils``, ``torch._inductor.config``, ``torch._dynamo.mark_static_address``,
+``torch._dynamo.config``, ``torch._inductor.compile_fx._warn_tf32_disabled``,
+``torch._inductor.cudagraph_trees.MarkStepBox``) go through ``helpers.core.private.private``; all exist on torch
 2.11, 2.13 and 2.15.
 """
 from __future__ import annotations
@@ -202,3 +204,225 @@ def leaves_input_alone(fn, x) -> bool | None:
     before = x.clone()
     out = fn(x)
     return bool(torch.equal(x, before) and torch.allclose(out, (before + 1) * 2))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Which call path picks which GEMM kernel, and the cuBLASLt fix (ch25, issue 27)
+
+@contextmanager
+def blas_library(name: str):
+    """Prefer a BLAS library (``"cublas"``, ``"cublaslt"``, ``"default"``) for the block, then restore (ch25).
+
+    ``torch.backends.cuda.preferred_blas_library`` is public and global: it decides, at each call of a
+    matrix product, whether ATen calls cuBLAS or cuBLASLt. A CUDA graph recorded inside the block keeps the
+    kernels it recorded after the block.
+    """
+    import torch
+
+    before = torch.backends.cuda.preferred_blas_library()
+    torch.backends.cuda.preferred_blas_library(name)
+    try:
+        yield
+    finally:
+        torch.backends.cuda.preferred_blas_library(before)
+
+
+def gemm_paths(layer, x) -> dict:
+    """One ``Linear`` layer's product written four ways, as zero-argument callables, label → callable (ch25).
+
+    ``F.linear`` is what eager's ``Linear`` runs (``addmm`` with the 1-D bias); then ``addmm`` with the 1-D
+    bias written out, ``addmm`` with the bias expanded to the output's shape, and ``mm`` without a bias,
+    which is what Inductor's graph calls after ``unfuse_bias_add_to_pointwise``.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    w, b = layer.weight, layer.bias
+    rows = x.shape[0]
+    return {
+        "F.linear(x, w, b)": lambda: F.linear(x, w, b),
+        "addmm(b, x, w.t()), 1-D bias": lambda: torch.addmm(b, x, w.t()),
+        f"addmm(b.expand({rows}, {b.shape[0]}), x, w.t())": lambda: torch.addmm(b.expand(rows, b.shape[0]), x, w.t()),
+        "mm(x, w.t()), no bias": lambda: torch.mm(x, w.t()),
+    }
+
+
+def record_with_blas(model, *args, library: str = "cublaslt", calls: int = 3):
+    """Compile ``model`` with ``mode="reduce-overhead"`` and record its CUDA graph while ``library`` is preferred (ch25).
+
+    The model is called through a new function (``step``), so Dynamo compiles a new frame and the cudagraph
+    tree records a new graph, whatever was compiled for ``model`` before (a second ``torch.compile(model,
+    mode="reduce-overhead")`` would reuse the entry already compiled, and replay the graph already recorded).
+    The ``calls`` calls (compile, warm-up, record) run inside ``blas_library(library)``; the recorded graph
+    keeps that library's kernels afterwards. Returns ``(compiled, compiled_anew)``.
+    """
+    import torch
+
+    stats = private("torch._dynamo.utils.counters")["stats"]
+    before = stats["unique_graphs"]
+
+    def step(*a):
+        return model(*a)
+
+    compiled = torch.compile(step, mode="reduce-overhead", dynamic=False)
+    with blas_library(library):
+        for _ in range(calls):
+            compiled(*args)
+    return compiled, stats["unique_graphs"] > before
+
+
+def gemm_of(table: dict) -> str:
+    """The slowest kernel of a ``timing.kernel_times`` table, which for these models is the matrix product (ch25)."""
+    return next(iter(table)) if table else ""
+
+
+def gpu_total_us(table: dict) -> float:
+    """The GPU µs per call of a ``timing.kernel_times`` table, all kernels together (ch25)."""
+    return sum(us for _, us in table.values())
+
+
+# ---------------------------------------------------------------------------------------------------
+# Cudagraph trees: static inputs, re-recording per shape, .item(), mark_step_begin, cudagraph_or_error
+
+def mark_static(t):
+    """``torch._dynamo.mark_static_address(t)``: the tensor's address is fixed across calls, so cudagraph trees
+    use it in place instead of copying it into a static buffer on every replay (ch25). Returns ``t``."""
+    private("torch._dynamo.mark_static_address")(t)
+    return t
+
+
+@dataclass
+class Compiled:
+    """What compiling and calling a function as reduce-overhead gave: graphs, skips, and the logs (ch25)."""
+
+    graphs: int                                   # graphs Dynamo compiled (a graph break makes two)
+    skips: int                                    # counters["inductor"]["cudagraph_skips"]'s growth
+    skip_messages: list = field(default_factory=list)   # the cudagraphs log's skip messages (CUDA graphs only)
+    breaks: list = field(default_factory=list)          # Dynamo's graph-break warnings (their first lines)
+
+
+def compiled_graphs(fn, *args, mode: str = "reduce-overhead", calls: int = 3, **dynamo_settings) -> Compiled:
+    """Compile ``fn`` (``mode``), call it ``calls`` times, and say what happened (ch25).
+
+    ``dynamo_settings`` are ``torch._dynamo.config`` settings for the block (e.g. ``capture_scalar_outputs``).
+    The graph count is the growth of ``counters["stats"]["unique_graphs"]``. Use a function not compiled
+    before with the same mode: Dynamo would reuse its entry (its config settings are not guarded). Runs on
+    any device; on a CPU there are no CUDA graphs (the skip count then counts the CPU graphs, with no message).
+    """
+    import torch
+
+    stats = private("torch._dynamo.utils.counters")["stats"]
+    config = private("torch._dynamo.config")
+    before = stats["unique_graphs"]
+    compiled = torch.compile(fn, mode=mode)
+    with config.patch(**dynamo_settings), skip_log() as log, warnings.catch_warnings(), \
+            capture_logs(loggers=("torch._dynamo.variables.tensor", "torch._dynamo.symbolic_convert")) as logs:
+        warnings.simplefilter("ignore")
+        for _ in range(calls):
+            compiled(*args)
+    breaks = [m.splitlines()[0] for m in logs.messages() if "Graph break" in m]
+    return Compiled(stats["unique_graphs"] - before, log.count, log.messages, breaks)
+
+
+@dataclass
+class Recordings:
+    """What recording one compiled graph at several input sizes cost (ch25)."""
+
+    sizes: int            # distinct batch sizes called
+    graphs: int           # graphs Dynamo compiled for them
+    recordings: int       # CUDA graphs the tree recorded (its "Recording cudagraph tree for ..." log lines)
+    warned: bool          # the cudagraph_dynamic_shape_warn_limit warning appeared
+    pool_growth: int      # bytes torch.cuda.memory_reserved() grew by
+
+
+def record_per_size(model, width: int, sizes, calls: int = 3) -> Recordings:
+    """Compile ``model`` as reduce-overhead with a dynamic batch, call it at each size, and count recordings (ch25).
+
+    With symbolic sizes one compiled graph serves every batch, but a CUDA graph fixes its shapes: cudagraph
+    trees record one graph per distinct size (``cudagraphify_impl``'s ``deferred_cudagraphify`` keys them by
+    the input's integer sizes, logging "Recording cudagraph tree for symint key"), and warn once the count
+    passes ``cudagraph_dynamic_shape_warn_limit`` (``maybe_warning_due_to_dynamic_shape``). CUDA only.
+    """
+    import logging
+
+    import torch
+
+    stats = private("torch._dynamo.utils.counters")["stats"]
+    private("torch._inductor.cudagraph_trees.mark_step_begin")  # imports the module and its loggers
+    graphs_before = stats["unique_graphs"]
+    compiled = torch.compile(model, mode="reduce-overhead", dynamic=True)
+    torch.cuda.synchronize()
+    reserved_before = torch.cuda.memory_reserved()
+    with capture_logs("cudagraphs", loggers=("torch._inductor.cudagraph_trees",), level=logging.INFO) as logs, \
+            torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for b in sizes:
+            x = torch.randn(b, width, device="cuda")
+            for _ in range(calls):
+                compiled(x)
+    torch.cuda.synchronize()
+    messages = logs.messages()
+    return Recordings(len(list(sizes)), stats["unique_graphs"] - graphs_before,
+                      sum("Recording cudagraph tree" in m for m in messages),
+                      any("distinct sizes" in m for m in messages),
+                      torch.cuda.memory_reserved() - reserved_before)
+
+
+def two_outputs_in_one_step(compiled, xa, xb, steps: int = 4) -> tuple[str, bool]:
+    """Keep two outputs of one step alive, with ``torch.compiler.cudagraph_mark_step_begin()`` marking the steps (ch25).
+
+    Once a program has called ``cudagraph_mark_step_begin``, a new generation starts only at the next mark
+    (``CUDAGraphTreeManager.get_curr_generation`` reads ``MarkStepBox.mark_step_counter`` before
+    ``GenerationTracker``), so two calls inside one step are two nodes of one path of the tree, with their own
+    memory. Returns (same pointer: "True"/"False", the first output still holds its own values). Afterwards the
+    counter is put back to 0, so that later calls start a generation each, as before (CUDA only).
+    """
+    import torch
+
+    box = private("torch._inductor.cudagraph_trees.MarkStepBox")
+    saved = box.mark_step_counter
+    try:
+        for _ in range(steps):                     # warm-up and recording of the two-call path
+            torch.compiler.cudagraph_mark_step_begin()
+            ya = compiled(xa)
+            yb = compiled(xb)                      # ya is alive: the second call is a child node
+        del ya, yb
+        torch.compiler.cudagraph_mark_step_begin()
+        ya = compiled(xa)
+        want = ya.clone()
+        yb = compiled(xb)
+        same = same_pointer(ya, yb)
+        kept = touch(ya) == "ok" and bool(torch.equal(ya, want)) and not bool(torch.equal(ya, yb))
+        return same, kept
+    finally:
+        box.mark_step_counter = saved
+
+
+def skip_raises(fn, *args, calls: int = 3) -> str:
+    """With ``triton.cudagraph_or_error`` on, compile ``fn`` as reduce-overhead and call it: the error's class, or
+    "no error" (ch25). ``log_cudagraph_skip_and_bump_counter`` raises instead of logging a skip."""
+    import torch
+
+    config = private("torch._inductor.config")
+    compiled = torch.compile(fn, mode="reduce-overhead")
+    try:
+        with config.patch({"triton.cudagraph_or_error": True}), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _ in range(calls):
+                compiled(*args)
+    except Exception as exc:  # noqa: BLE001 - the class name is the lesson
+        return type(exc).__name__
+    return "no error"
+
+
+def tf32_warning() -> str:
+    """The warning Inductor gives when TF32 could speed up float32 products but is off, or "" (ch25).
+
+    ``_warn_tf32_disabled`` (``torch/_inductor/compile_fx.py``) warns once per process (it is cached), and
+    the course's setup silences it; this calls the function behind the cache and catches what it warns.
+    """
+    warn = private("torch._inductor.compile_fx._warn_tf32_disabled")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        getattr(warn, "__wrapped__", warn)()
+    return str(caught[0].message) if caught else ""

@@ -74,3 +74,70 @@ def test_compile_keeping_addmm_compiles_anew_beside_an_entry_compiled_with_the_m
         assert anew and torch.allclose(kept(x), model(x))
 
 
+
+
+def test_gemm_paths_are_one_product_written_four_ways():
+    from helpers.runtime.cudagraphs import gemm_paths
+
+    layer, x = torch.nn.Linear(8, 8), torch.randn(3, 8)
+    with torch.no_grad():
+        out = {label: f() for label, f in gemm_paths(layer, x).items()}
+        want = layer(x)
+    assert len(out) == 4 and list(out)[0] == "F.linear(x, w, b)"
+    for label, y in out.items():
+        assert torch.allclose(y + (layer.bias if label.startswith("mm") else 0), want, atol=1e-6), label
+
+
+def test_item_breaks_the_graph_unless_scalar_outputs_are_captured():
+    from helpers.dynamo.state import clear_compile_state
+    from helpers.runtime.cudagraphs import compiled_graphs
+
+    clear_compile_state()
+
+    def with_item(x):
+        y = x * 2
+        return y + y.sum().item()
+
+    def with_item_captured(x):
+        y = x * 2
+        return y + y.sum().item()
+
+    broken = compiled_graphs(with_item, torch.randn(4))
+    captured = compiled_graphs(with_item_captured, torch.randn(4), capture_scalar_outputs=True)
+    assert broken.graphs == 2 and any("Tensor.item()" in b for b in broken.breaks)
+    assert captured.graphs == 1 and captured.breaks == []
+
+
+def test_mark_static_and_the_tf32_warning_without_cuda():
+    from helpers.runtime.cudagraphs import mark_static, tf32_warning
+
+    t = torch.zeros(2)
+    assert mark_static(t) is t and t._dynamo_static_input_type == "unguarded"
+    if not torch.cuda.is_available():
+        assert tf32_warning() == ""
+
+
+@cuda
+def test_blas_library_is_restored_and_record_with_blas_compiles_anew():
+    from helpers.runtime.cudagraphs import blas_library, record_with_blas
+
+    before = torch.backends.cuda.preferred_blas_library()
+    with blas_library("cublaslt"):
+        assert torch.backends.cuda.preferred_blas_library() == torch._C._BlasBackend.Cublaslt
+    assert torch.backends.cuda.preferred_blas_library() == before
+    model, x = mlp(depth=2, width=16, device="cuda"), torch.randn(4, 16, device="cuda")
+    with torch.no_grad():
+        compiled, anew = record_with_blas(model, x)
+        assert anew and torch.allclose(compiled(x), model(x), atol=1e-5)
+
+
+@cuda
+def test_record_per_size_and_two_outputs_in_one_step():
+    from helpers.runtime.cudagraphs import record_per_size, two_outputs_in_one_step
+
+    r = record_per_size(mlp(depth=2, width=16, device="cuda"), 16, sizes=[2, 3, 4])
+    assert r.graphs == 1 and r.recordings == 3 and not r.warned
+    ro = torch.compile(mlp(depth=2, width=16, device="cuda"), mode="reduce-overhead")
+    xa, xb = torch.randn(4, 16, device="cuda"), torch.randn(4, 16, device="cuda")
+    with torch.no_grad():
+        assert two_outputs_in_one_step(ro, xa, xb) == ("False", True)
