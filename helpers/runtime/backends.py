@@ -38,15 +38,29 @@ def available(hidden: bool = False) -> list[str]:
     return list_backends(exclude_tags=()) if hidden else list_backends()
 
 
-def aten_level(fw_compiler, bw_compiler=None):
+def aten_level(fw_compiler, bw_compiler=None, **options):
     """Wrap an FX compiler so that it receives AOTAutograd's ATen graphs (``aot_autograd``) (ch28).
 
-    The returned object is itself a backend: Dynamo's graph goes through AOTAutograd (functionalized,
-    decomposed, split into forward and backward), and ``fw_compiler(gm, example_inputs)`` gets the
-    forward graph; ``bw_compiler`` (default: the same function) the backward graph.
+    The returned object is itself a backend: Dynamo's graph goes through AOTAutograd (traced to ATen,
+    functionalized, split into forward and backward), and ``fw_compiler(gm, example_inputs)`` gets the
+    forward graph; ``bw_compiler`` (default: the same function) the backward graph. Only the
+    CompositeImplicitAutograd operators are decomposed unless ``options`` passes ``decompositions=`` (a
+    table such as ``inductor_decompositions()``); ``inference_compiler=`` and ``partition_fn=`` are passed
+    on the same way.
     """
     aot_autograd = private("torch._dynamo.backends.common.aot_autograd")
-    return aot_autograd(fw_compiler=fw_compiler, bw_compiler=bw_compiler or fw_compiler)
+    return aot_autograd(fw_compiler=fw_compiler, bw_compiler=bw_compiler or fw_compiler, **options)
+
+
+def inductor_decompositions() -> dict:
+    """Inductor's decomposition table (``select_decomp_table`` in ``torch/_inductor/decomposition.py``), to
+    pass as ``aten_level(..., decompositions=...)`` (ch28)."""
+    return private("torch._inductor.decomposition.select_decomp_table")()
+
+
+def call_targets(gm) -> list[str]:
+    """The sorted, distinct ATen targets a graph calls (``getitem`` left out) (ch28)."""
+    return sorted({str(n.target) for n in gm.graph.nodes if n.op == "call_function" and str(n.target).startswith("aten.")})
 
 
 def node_label(node) -> str:
