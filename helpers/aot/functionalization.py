@@ -186,8 +186,9 @@ def functionalize_graphs(fn, *args, backend: str = "aot_eager") -> Functionalize
       ``keep_inference_input_mutations`` False (as ``aot_module_simplified`` does);
     - ``"aot_eager"``: ``torch._dynamo.backends.debugging.aot_eager``, the debugging backend, given our compilers;
     - ``"inductor"``: ``torch._inductor.compile_fx.compile_fx`` with a recording ``inner_compile``: AOTAutograd
-      runs with Inductor's settings and decompositions, Inductor's joint-graph passes run, and the graph that
-      Inductor's code generator would receive is recorded and run as it is, without generating code.
+      runs with Inductor's settings and decompositions, Inductor's joint-graph passes run, and the graph handed
+      to Inductor's inner compiler (``compile_fx_inner``: after the joint-graph passes, before the post-grad
+      passes, which run inside it) is recorded and run as it is, without generating code.
     """
     import torch
 
@@ -274,6 +275,71 @@ def functionalize_graphs(fn, *args, backend: str = "aot_eager") -> Functionalize
     return result
 
 
+# ---------------------------------------------------------------------------------------------- aliasing
+
+@dataclass
+class AliasRun:
+    """One ``aot_eager`` compile of a function whose inputs or outputs alias (ch13): the forward graph's
+    placeholders and op names, each output's ``OutputType`` from ``ViewAndMutationMeta.output_info``, whether
+    each compiled output is a view whose ``_base`` is one of the caller's inputs, and agreement with eager
+    (outputs, and inputs after the call)."""
+
+    placeholders: list
+    ops: list
+    output_types: list
+    outputs_view_input: list
+    matches_eager: bool
+    forward: object = None
+
+
+def alias_run(fn, make_args) -> AliasRun:
+    """Compile ``fn`` with ``aot_eager`` (a recording forward compiler) on ``make_args()``, call it, and compare with
+    eager on a second ``make_args()`` (each drawn under the same seed). ``make_args`` builds the arguments afresh each time, so arguments that
+    alias each other (``(base, base[0])``) stay aliased: cloning each one would separate them (ch13)."""
+    import torch
+
+    tracing_context = private("torch._guards.TracingContext")
+    aot_eager = private("torch._dynamo.backends.debugging.aot_eager")
+    clear_compile_state()
+    seen = {}
+
+    def recorder(gm, example_inputs, **kwargs):
+        if "forward" not in seen:
+            ctx = tracing_context.try_get()
+            meta = getattr(ctx, "fw_metadata", None) if ctx is not None else None
+            seen["forward"] = gm
+            seen["outputs"] = [info.output_type.name for info in meta.output_info] if meta is not None else []
+        forward = gm.forward
+
+        def run(call_args):
+            return forward(*call_args)
+
+        run._boxed_call = True
+        return run
+
+    def backend(gm, example_inputs):
+        return aot_eager(gm, example_inputs, fw_compiler=recorder, bw_compiler=recorder)
+
+    def fresh_args():  # the same values each time: make_args may draw random numbers
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            return make_args()
+
+    compiled_args, eager_args = fresh_args(), fresh_args()
+    with private("torch._inductor.config").patch(force_disable_caches=True), _quiet_pgo():
+        out_c = torch.compile(fn, backend=backend)(*compiled_args)
+    out_e = fn(*eager_args)
+    outs = list(out_c) if isinstance(out_c, (list, tuple)) else [out_c]
+    gm = seen["forward"]
+    return AliasRun(placeholders=[n.name for n in gm.graph.nodes if n.op == "placeholder"],
+                    ops=[op_name(n.target) for n in gm.graph.nodes if n.op == "call_function"],
+                    output_types=seen["outputs"],
+                    outputs_view_input=[isinstance(o, torch.Tensor) and any(o._base is a for a in compiled_args)
+                                        for o in outs],
+                    matches_eager=_same(out_c, out_e) and _same(list(compiled_args), list(eager_args)),
+                    forward=gm)
+
+
 # ---------------------------------------------------------------------------------------------- Inductor's kernel
 
 @dataclass
@@ -291,6 +357,12 @@ class InductorWrite:
     @property
     def writes_input(self) -> bool:
         return bool(self.written_inputs)
+
+    def wrapper_statements(self) -> list[str]:
+        """The statements of the wrapper's ``call`` (comments, asserts and ``del`` left out), stripped."""
+        body = next((b for b in map(_call_body, self.sources) if b), "")
+        return [line.strip() for line in body.splitlines()
+                if line.strip() and not line.strip().startswith(("#", "assert_", "del ", "args.clear"))]
 
 
 def _call_body(source: str) -> str:
