@@ -6,8 +6,9 @@ Private names used (each through ``helpers.core.private``): ``torch._inductor.cp
 ``torch._inductor.config`` (``cpp.simdlen``, ``cpp.threads``, ``cpp.min_chunk_size``, ``cpp.vec_isa_ok``,
 ``compile_threads``, ``force_disable_caches``, ``cpp_cache_precompile_headers``),
 ``torch._inductor.utils.parallel_num_threads``, ``torch._inductor.utils.get_code`` (code generation
-without the C++ build) and ``torch._inductor.cpp_builder.run_compile_cmd`` (wrapped to record the
-compiler's command line).
+without the C++ build), ``torch._inductor.cpp_builder.run_compile_cmd`` (wrapped to record the
+compiler's command line), ``torch._dynamo.utils.counters`` (graphs compiled) and
+``torch._C._dynamo.guards.GlobalStateGuard`` (what Dynamo's GLOBAL_STATE guard snapshots).
 """
 from __future__ import annotations
 
@@ -520,12 +521,49 @@ def sin_plus(x, y):
     return torch.sin(x) + y
 
 
-def compiled_gears(fn=None, omp_threads: int | None = None, example_n: int = 1 << 18) -> dict:
+class Gears(dict):
+    """The compiled gears, name -> compiled function, with what each one was built as (ch22).
+
+    ``kernels``: name -> the C++ kernel Inductor generated for that gear (read from the module it wrote);
+    ``torch_threads``: name -> ``torch.get_num_threads()`` during its compile (Dynamo guards it).
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.kernels: dict[str, CppKernel] = {}
+        self.torch_threads: dict[str, int] = {}
+
+
+class GearTimes(dict):
+    """``time_gears``' result, name -> {n: Timing}, with ``compiles``: graphs Dynamo compiled while timing
+    (0 when every call ran the gear that was built; a recompile would run another kernel) (ch22)."""
+
+    compiles: int = 0
+
+
+def _unique_graphs() -> int:
+    return int(private("torch._dynamo.utils.counters")["stats"]["unique_graphs"])
+
+
+def _gear_threads(name: str, omp_threads: int | None) -> int:
+    """The torch thread count a gear is compiled and timed at: 1, or ``omp_threads`` for the OpenMP gear."""
+    return int(omp_threads) if "OpenMP" in name and omp_threads else 1
+
+
+def compiled_gears(fn=None, omp_threads: int | None = None, example_n: int = 1 << 18) -> Gears:
     """``fn(x, y)`` (default ``elementwise``) compiled with dynamic shapes, so one build serves every size,
     in each gear (ch22): "scalar" (``cpp.simdlen=1``, one thread), "SIMD" (one thread) and, when
     ``omp_threads`` is given, "SIMD+OpenMP" (``cpp.threads = omp_threads``, decided at ``example_n``
-    elements, so the region is entered at every size)."""
+    elements, so the region is entered at every size).
+
+    Each gear is compiled under ``threads(T)`` with the T it will be timed at (1, or ``omp_threads``):
+    Dynamo guards ``torch.get_num_threads()`` (the ``num_threads`` field of the GLOBAL_STATE guard), so a
+    gear compiled at another count would be recompiled at its first timed call, outside the config patch
+    that made it scalar. The generated kernel of each gear is kept in ``Gears.kernels``.
+    """
     import torch
+
+    from .code import collect_code
 
     fn = fn or elementwise
     config = private("torch._inductor.config")
@@ -533,36 +571,155 @@ def compiled_gears(fn=None, omp_threads: int | None = None, example_n: int = 1 <
     settings = {"scalar": {"cpp.simdlen": 1, "cpp.threads": 1}, "SIMD": {"cpp.threads": 1}}
     if omp_threads:
         settings["SIMD+OpenMP"] = {"cpp.threads": int(omp_threads)}
-    out = {}
+    out = Gears()
     clear_compile_state()
     for name, patch in settings.items():
         # a copy of fn with its own code object: Dynamo keeps compiled code per code object, so compiling
         # fn itself a second time would hand back the first gear's build
         own = types.FunctionType(fn.__code__.replace(co_name=f"{fn.__name__}_{name.replace('+', '_')}"),
                                  fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
-        with config.patch(patch):
+        t = _gear_threads(name, omp_threads)
+        with threads(t), config.patch(patch), collect_code() as code, \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "dynamo_pgo force disabled by force_disable_caches"
             f = torch.compile(own, dynamic=True)
-            f(x, y)  # compile now, under the patch
+            f(x, y)  # compile now, under the patch and at the thread count it will be timed at
         out[name] = f
+        out.kernels[name] = CppKernel(_kernel_text(code.source), t)
+        out.torch_threads[name] = t
     return out
 
 
-def time_gears(gears: dict, sizes, omp_threads: int = 1, repeats: int = 5) -> dict:
+def time_gears(gears: dict, sizes, omp_threads: int = 1, repeats: int = 5) -> GearTimes:
     """Seconds per call of each compiled gear at each size: name -> {n: Timing} (ch22).
 
-    The single-threaded gears are timed on one torch thread (``helpers.timing``: the calling thread's CPU
-    time, which a busy machine does not inflate); the OpenMP gear with ``omp_threads`` torch threads,
-    which makes ``helpers.timing`` use wall time (its helper threads' work is not the calling thread's).
+    Each gear is timed at the torch thread count it was compiled at (``Gears.torch_threads``; else 1, or
+    ``omp_threads`` for the OpenMP gear), so Dynamo's thread-count guard holds and the timed kernel is the
+    gear's own; ``GearTimes.compiles`` counts the graphs compiled meanwhile (0 expected). Timed with
+    ``helpers.timing``: on one thread the calling thread's CPU time (a busy machine does not inflate it),
+    with more threads wall time (the helper threads' work is not the calling thread's).
     """
     import torch
 
-    out: dict = {name: {} for name in gears}
+    counts = getattr(gears, "torch_threads", {})
+    out = GearTimes({name: {} for name in gears})
+    before = _unique_graphs()
     for n in sizes:
         x, y = torch.randn(n), torch.randn(n)
         for name, f in gears.items():
-            with threads(omp_threads if "OpenMP" in name else 1):
+            with threads(counts.get(name, _gear_threads(name, omp_threads))):
                 out[name][n] = timing.wall(f, x, y, repeats=repeats, target=0.005, device="cpu")
+    out.compiles = _unique_graphs() - before
     return out
+
+
+@dataclass
+class ThreadGuard:
+    """What a change of torch's thread count between compile and call does to a compiled function (ch22)."""
+
+    compile_threads: int
+    call_threads: int
+    graphs: int            # graphs Dynamo compiled for the function in all (2: the call recompiled)
+    reason: str            # the recompile reason Dynamo logged ("" if none)
+    kernels: list[CppKernel]  # the C++ kernel of each compile, in order
+    guard_fields: list[str]   # the settings the GLOBAL_STATE guard snapshots (GlobalStateGuard)
+    compiled: object = None   # the compiled function (its newest entry: the recompiled one)
+
+
+def thread_count_recompile(compile_threads: int = 2, call_threads: int = 1, fn=None, n: int = 1 << 16) -> ThreadGuard:
+    """Compile ``fn`` (default ``elementwise``) as a scalar gear (``cpp.simdlen=1``) at ``compile_threads``
+    torch threads, then call it at ``call_threads``, outside the config patch (ch22).
+
+    Dynamo's GLOBAL_STATE guard (``GuardBuilder.GLOBAL_STATE`` installs the C++ ``GlobalStateGuard``, whose
+    snapshot holds ``num_threads``) fails on the call, and Dynamo recompiles with the config in force then:
+    the second kernel is the default SIMD one. This is how the book's first GPU run timed a SIMD kernel in
+    the "scalar" slot.
+    """
+    import json
+
+    import torch
+
+    from ..dynamo.guards import recompile_log
+    from .code import collect_code
+
+    fn = fn or elementwise
+    config = private("torch._inductor.config")
+    own = types.FunctionType(fn.__code__.replace(co_name=f"{fn.__name__}_threads_guard"),
+                             fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    x, y = torch.randn(n), torch.randn(n)
+    state = private("torch._C._dynamo.guards.GlobalStateGuard")().__getstate__()
+    fields = sorted(json.loads(state)) if isinstance(state, str) else []
+    clear_compile_state()
+    before = _unique_graphs()
+    with collect_code() as code, recompile_log() as log, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = torch.compile(own, dynamic=True)  # one entry serves every size: only the thread count can fail
+        with threads(compile_threads), config.patch({"cpp.simdlen": 1, "cpp.threads": 1}):
+            f(x, y)
+        with threads(call_threads):
+            f(x, y)
+        graphs = _unique_graphs() - before
+    kernels = [CppKernel(_kernel_text(src), 1) for src in code.sources]
+    return ThreadGuard(compile_threads, call_threads, graphs, log.first_reason() if log.messages else "", kernels, fields, f)
+
+
+# ------------------------------------------------------------------- when the vector loop is not allowed
+
+
+def _int16_affine(a):
+    return a * 3 + 1
+
+
+def _erfcx_twice(x):
+    import torch
+
+    return torch.special.erfcx(x) * 2
+
+
+def _transposed_copy(x):
+    return x.t().contiguous()
+
+
+def legality_kernels(n: int = 1024) -> dict[str, CppKernel]:
+    """The generated kernel (one thread, code generation only) of three loops the vectorizer treats
+    specially (ch22): "int16" (``a * 3 + 1`` on int16: a dtype outside ``VECTORIZABLE_DTYPES``, so
+    ``TilingSelect.select_tiling`` returns no tiling and the loop is scalar), "erfcx" (``erfcx(x) * 2``:
+    an op ``CppVecOverrides`` has no vector form for, computed lane by lane inside the vector loop by
+    ``CppVecOverrides._scalarize``) and "transpose" (``x.t().contiguous()`` of a 64 x 64 matrix: a 2-D
+    tile kernel, ``CppTile2DKernel``, that transposes 16 x 16 or lanes x lanes blocks in registers).
+    """
+    import torch
+
+    side = 64
+    return {
+        "int16": cpp_kernel(_int16_affine, torch.randint(0, 100, (n,), dtype=torch.int16), threads=1),
+        "erfcx": cpp_kernel(_erfcx_twice, torch.randn(n), threads=1),
+        "transpose": cpp_kernel(_transposed_copy, torch.randn(side, side), threads=1),
+    }
+
+
+def lane_loops(kernel: CppKernel) -> int:
+    """Scalar per-lane loops inside a vector loop (``CppVecOverrides._scalarize``: ``tmpbuf_out[i] = ...``) (ch22)."""
+    return len(re.findall(r"tmpbuf_out\[i\]\s*=", kernel.source))
+
+
+def wrapper_source(cpp_wrapper: bool, n: int = 256) -> str:
+    """The module Inductor generates for ``elementwise`` on two vectors of ``n`` elements, with the Python
+    wrapper (``def call(args)``) or with ``config.cpp_wrapper`` (a C++ ``inductor_entry_impl`` that
+    allocates the output and calls the kernel); code generation only, nothing is built (ch22)."""
+    import torch
+
+    config = private("torch._inductor.config")
+    get_code = private("torch._inductor.utils.get_code")
+    x, y = torch.randn(n), torch.randn(n)
+    clear_compile_state()
+    try:
+        with config.patch({"cpp_wrapper": bool(cpp_wrapper), "force_disable_caches": True, "cpp.threads": 1}), \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return "\n".join(get_code(torch.compile(elementwise), x, y))
+    finally:
+        clear_compile_state()
 
 
 def os_cpu_count() -> int:

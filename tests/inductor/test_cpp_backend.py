@@ -179,3 +179,34 @@ def test_compiled_gears_are_separate_builds():
         assert torch.allclose(f(x, y), sin_plus(x, y), atol=1e-5)
     t = time_gears(gears, [256], repeats=2)
     assert set(t) == {"scalar", "SIMD"} and t["SIMD"][256].median > 0
+
+
+def test_gears_keep_their_own_kernels_and_time_without_recompiling():
+    """Compiled under threads(1), the count they are timed at: the scalar slot holds the scalar kernel, and
+    timing compiles nothing (Dynamo's num_threads guard holds)."""
+    with threads(2):  # the caller's count (16 on the GPU host) must not leak into the gears
+        gears = compiled_gears(elementwise, example_n=1024)
+        t = time_gears(gears, [512], repeats=1)
+    assert gears.kernels["scalar"].gear == "scalar"
+    assert gears.kernels["SIMD"].gear == ("SIMD" if vec_isa().bit_width else "scalar")
+    assert gears.torch_threads == {"scalar": 1, "SIMD": 1} and t.compiles == 0
+
+
+def test_a_thread_count_change_recompiles_with_the_config_of_the_call():
+    from helpers.inductor.cpp_backend import thread_count_recompile
+
+    guard = thread_count_recompile(compile_threads=2, call_threads=1, n=1024)
+    assert "num_threads" in guard.guard_fields
+    assert guard.graphs == 2 and "num_threads" in guard.reason
+    assert [k.gear for k in guard.kernels] == ["scalar", "SIMD" if vec_isa().bit_width else "scalar"]
+
+
+def test_legality_fallbacks():
+    from helpers.inductor.cpp_backend import lane_loops, legality_kernels, wrapper_source
+
+    k = legality_kernels()
+    assert k["int16"].gear == "scalar"
+    if vec_isa().bit_width:
+        assert k["erfcx"].gear == "SIMD" and lane_loops(k["erfcx"]) == 1 and k["erfcx"].lines("calc_erfcx(")
+        assert k["transpose"].lines("transpose_mxn")
+    assert "def call(" in wrapper_source(False) and "inductor_entry_impl" in wrapper_source(True)
