@@ -491,6 +491,51 @@ def cache_locations() -> dict:
                            or functorch_config.enable_remote_autograd_cache)}
 
 
+def opt_in_layers() -> dict:
+    """The cache switches a default run does not show, from torch's own configs (ch24).
+
+    ``bundle_triton``: ``bundle_triton_into_fx_graph_cache`` (an FX graph cache entry carries its compiled
+    Triton kernels, ``torch/_inductor/triton_bundler.py``); ``pgo``: Dynamo's profile-guided dynamism
+    (``automatic_dynamic_local_pgo``, ``torch/_dynamo/pgo.py``); ``caching_precompile``: Dynamo's own
+    disk entries (off by default); ``force_disable_caches``: every cache off; ``cache_key_tag``: a string
+    of yours mixed into the keys (``torch.compiler.config``).
+    """
+    inductor_config = private("torch._inductor.config")
+    dynamo_config = private("torch._dynamo.config")
+    import torch.compiler.config as compiler_config
+
+    return {"bundle_triton": bool(inductor_config.bundle_triton_into_fx_graph_cache),
+            "pgo": bool(dynamo_config.automatic_dynamic_local_pgo),
+            "caching_precompile": bool(dynamo_config.caching_precompile),
+            "force_disable_caches": bool(inductor_config.force_disable_caches),
+            "cache_key_tag": compiler_config.cache_key_tag,
+            "ignored_settings": list(inductor_config._cache_config_ignore_prefix)}
+
+
+def torch_key_scope() -> dict:
+    """What ``torch_key()`` hashes, counted the way it walks (ch24): ``build_code_hash`` reads every module
+    ``pkgutil.iter_modules`` finds under the torch package folder (``_TORCH_PATH``), recursing into
+    packages, plus torch's version and two Inductor files. Returns the number of modules and how many of
+    them are Inductor's (``torch._inductor.*``)."""
+    import pkgutil
+
+    import torch
+
+    root = os.path.dirname(torch.__file__)
+    total = inductor = 0
+    stack = [([root], "")]
+    while stack:
+        paths, prefix = stack.pop()
+        for mod in pkgutil.iter_modules(paths, prefix):
+            total += 1
+            inductor += mod.name == "_inductor" or mod.name.startswith("_inductor.")
+            if mod.ispkg:
+                spec = mod.module_finder.find_spec(mod.name, None)
+                if spec is not None and spec.submodule_search_locations:
+                    stack.append((list(spec.submodule_search_locations), f"{mod.name}."))
+    return {"modules": total, "inductor_modules": inductor}
+
+
 def env_relative(path: str) -> str:
     """``path`` named from the variable that chose it (``$TORCHINDUCTOR_CACHE_DIR/triton``,
     ``$TMPDIR/torchinductor_root/...``), never as the absolute path of the machine that ran it (ch24).

@@ -212,3 +212,12 @@ def test_seed_probes_copies_only_the_probe_programs(tmp_path, monkeypatch):
     assert lab.seed_probes(src) == 3
     assert sorted(str(p.relative_to(lab.cache)) for p in lab.cache.rglob("*") if p.is_file()) == \
         ["ab/cprobe.cpp", "ab/cprobe.so", "ab/cprobe.so.load_ok"]
+
+
+def test_torch_key_walks_all_of_torch_and_the_opt_in_switches_read():
+    from helpers.runtime.cache_layers import opt_in_layers, torch_key_scope
+    scope = torch_key_scope()
+    assert scope["modules"] > 1000 and 0 < scope["inductor_modules"] < scope["modules"] / 2
+    opt = opt_in_layers()
+    assert opt["caching_precompile"] is False and "compile_threads" in opt["ignored_settings"]
+    assert isinstance(opt["bundle_triton"], bool) and isinstance(opt["pgo"], bool)
