@@ -92,6 +92,21 @@ def unroll_reductions_threshold() -> int:
     return int(private("torch._inductor.config").unroll_reductions_threshold)
 
 
+def index_answer(answer, actual: str):
+    """The reader's index expression set against ``actual`` (exercise 18.1): ``actual`` itself when the two
+    are equal as ``sympy`` expressions (``32*p1 + p0`` is ``p0 + 32*p1``), else the reader's text."""
+    import sympy
+
+    if answer is None:
+        return None
+    try:
+        names = {n: sympy.Symbol(n, integer=True) for n in ("p0", "p1", "p2")}
+        same = sympy.simplify(sympy.sympify(str(answer), locals=names) - sympy.sympify(actual, locals=names)) == 0
+    except (sympy.SympifyError, SyntaxError, TypeError, ValueError):
+        same = False
+    return actual if same else str(answer)
+
+
 def in_inductor_decompositions(op) -> bool:
     """Whether Inductor's decomposition table (``select_decomp_table``) rewrites ``op`` before lowering (ch18)."""
     return op in private("torch._inductor.decomposition.select_decomp_table")()

@@ -105,3 +105,13 @@ def test_loop_ir_can_stop_after_scheduling():
     ir = loop_ir(lambda t: t.relu().sum(dim=0), x, codegen=False)
     assert torch.allclose(ir.result, x.relu().sum(dim=0))
     assert ir.code.kernels == [] and len(ir.pre) == 1 and len(ir.pre[0].loads) == 4  # unrolled: 4 < 8
+
+
+def test_exercise_18_1_accepts_an_equal_index_written_another_way():
+    from helpers.inductor.lowering import index_answer
+
+    assert index_answer("32*p1 + p0", "p0 + 32*p1") == "p0 + 32*p1"
+    assert index_answer("p0+32*p1", "p0 + 32*p1") == "p0 + 32*p1"
+    assert index_answer("32*p0 + p1", "p0 + 32*p1") == "32*p0 + p1"  # a different index stays the reader's
+    assert index_answer("p0 +", "p0 + 32*p1") == "p0 +"
+    assert index_answer(None, "p0") is None
