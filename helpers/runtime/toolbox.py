@@ -39,15 +39,28 @@ class Tool:
 
 
 TOOLS = [
+    Tool("any compile problem: the first overview", "tlparse",
+         "TORCH_TRACE=<dir>, then tlparse <dir>/<log> (pip install tlparse)", "no code change"),
     Tool("not faster than eager", "graph_breaks", 'TORCH_LOGS="graph_breaks"', "no code change"),
     Tool("slower over time, or slow calls now and then", "recompiles", 'TORCH_LOGS="recompiles"', "no code change"),
     Tool("one summary to assert on in a test", "explain", "torch._dynamo.explain(fn)(*args)", "one line of code"),
-    Tool("read the rewritten bytecode as Python", "depyf", "depyf.prepare_debug(dir) (optional install)",
-         "an extra package"),
+    Tool("read the rewritten bytecode", "bytecode", 'TORCH_LOGS="bytecode" (depyf to decompile it)', "no code change"),
     Tool("graphs are few and stable, kernels look slow", "output_code", 'TORCH_LOGS="output_code"', "no code change"),
     Tool("keep every stage's artifacts", "TORCH_COMPILE_DEBUG", "TORCH_COMPILE_DEBUG=1", "no code change"),
     Tool("the compiler crashes", "minifier", 'TORCHDYNAMO_REPRO_AFTER="dynamo" (or "aot")', "no code change"),
+    Tool("a wrong result: which backend or pass?", "CompilerBisector",
+         "CompilerBisector.do_bisect(fn) (torch._inductor.compiler_bisector)", "a test function"),
 ]
+
+#: The TORCH_LOGS artifacts an engineer switches on most, beyond the triage's three (ch27).
+EVERYDAY = {"guards": "every guard of each compiled frame",
+            "recompiles_verbose": "every failing guard of a recompile, not only the first",
+            "graph_code": "each captured graph as Python code",
+            "aot_graphs": "AOTAutograd's forward and backward ATen graphs",
+            "dynamic": "symbolic shapes: symbols created, guards on them",
+            "perf_hints": "Inductor's hints about lost performance",
+            "cudagraphs": "why CUDA graphs were skipped or recorded again",
+            "bytecode": "the original and the rewritten bytecode of each frame"}
 
 #: The order the chapter checks things in: graphs first, then how often they are paid for, then kernels.
 TRIAGE = ["graph_breaks", "recompiles", "output_code"]
@@ -122,9 +135,10 @@ class DebugDump:
     model_dirs: dict[str, dict[str, int]]        # torchinductor/<graph>: {file name: bytes}
     other_files: dict[str, int]                  # the rest of the run folder (logs), relative path: bytes
     trace_files: dict[str, int]                  # the tlparse folder (TORCH_TRACE's structured log)
-    kernels: dict[str, list[str]]                # graph folder: kernel names in its output_code.py
-    log: str                                     # what the process wrote to stderr (TORCH_LOGS)
-    seconds: float                               # the compiled call, in the child
+    trace: "Trace | None" = None                 # what that log holds (read_trace)
+    kernels: dict[str, list[str]] = field(default_factory=dict)  # graph folder: kernel names in its output_code.py
+    log: str = ""                                # what the process wrote to stderr (TORCH_LOGS)
+    seconds: float = 0.0                         # the compiled call, in the child
 
     @property
     def files_per_graph(self) -> list[int]:
@@ -145,18 +159,73 @@ class DebugDump:
         return "\n".join(lines)
 
 
+@dataclass
+class Trace:
+    """What a ``TORCH_TRACE`` structured log holds, the input of ``tlparse`` (ch27): one JSON event per line
+    (a glog prefix, then ``{"<kind>": {...}, "frame_id": …, "frame_compile_id": …}``), payloads on the
+    tab-indented lines after it."""
+
+    compiles: list[str]            # the compile ids seen, "frame/compile" ("0/0", "1/0": f and its resume function)
+    kinds: dict[str, int]          # event kind: count ("artifact" events by their name: "artifact:fx_graph_cache_miss")
+
+    def has(self, *kinds: str) -> bool:
+        return all(k in self.kinds for k in kinds)
+
+
+_TRACE_KEYS = {"frame_id", "frame_compile_id", "attempt", "compile_id", "has_payload", "rank", "stack"}
+
+
+def read_trace(folder) -> Trace:
+    """Read every log file of a ``TORCH_TRACE`` folder into a ``Trace`` (ch27)."""
+    compiles, kinds = set(), {}
+    for path in sorted(Path(folder).glob("*")) if Path(folder).exists() else []:
+        if not path.is_file():
+            continue
+        for line in path.read_text(errors="replace").splitlines():
+            if line.startswith("\t") or "] {" not in line:
+                continue
+            try:
+                event = json.loads(line.split("] ", 1)[1])
+            except ValueError:
+                continue
+            if "frame_id" in event:
+                compiles.add(f"{event['frame_id']}/{event.get('frame_compile_id', 0)}")
+            keys = [k for k in event if k not in _TRACE_KEYS]
+            if keys:
+                kind = keys[0]
+                if kind == "artifact" and isinstance(event[kind], dict):
+                    kind = f"artifact:{event[kind].get('name', '')}"
+                kinds[kind] = kinds.get(kind, 0) + 1
+    return Trace(sorted(compiles), dict(sorted(kinds.items())))
+
+
+def kernel_pointer_args(code: str, name: str) -> int:
+    """How many pointer arguments kernel ``name`` of an ``output_code.py`` takes (``in_ptr0``, ``out_ptr1``, …) (ch27).
+
+    A C++ kernel's signature is the ``kernel(...)`` after ``name = async_compile.cpp_pybinding(``; a Triton
+    kernel's is ``def name(...)``. Returns 0 when neither is found."""
+    start = code.find(f"{name} = async_compile.cpp")
+    sig = re.search(r"kernel\(([^)]*)\)", code[start:]) if start >= 0 else None
+    if sig is None:
+        sig = re.search(rf"def {re.escape(name)}\(([^)]*)\)", code)
+    return len(re.findall(r"\b\w*_ptr\d+\b", sig.group(1))) if sig else 0
+
+
 def debug_dump(device: str = "cpu", logs: str = "graph_breaks", timeout: int = 300) -> DebugDump:
     """Compile chapter 27's sample ``f`` once in a child process with ``TORCH_COMPILE_DEBUG=1`` (ch27).
 
     The child (``code/ch27_debug_dump.py``) writes under a new folder of the run's cache root, with an
-    empty Inductor cache there, so Inductor generates (and dumps) every file; ``TORCH_LOGS=logs``.
+    empty Inductor cache there, so Inductor generates (and dumps) every file; ``TORCH_LOGS=logs``, and
+    ``TORCH_TRACE`` names the dump's ``tlparse`` folder (torch 2.13 and later pick that folder by
+    themselves under ``TORCH_COMPILE_DEBUG``; 2.11 writes no trace without the variable).
     """
     from ..inductor.code import InductorOutput
 
     out = _workdir("ch27_debug_")
     run = _child("ch27_debug_dump.py", [str(out), device],
                  {"TORCH_LOGS": logs, "TORCHINDUCTOR_CACHE_DIR": str(out / "inductor_cache"),
-                  "TRITON_CACHE_DIR": str(out / "inductor_cache" / "triton")}, timeout)
+                  "TRITON_CACHE_DIR": str(out / "inductor_cache" / "triton"),
+                  "TORCH_TRACE": str(out / "torch_compile_debug" / "tlparse")}, timeout)
     if run.returncode != 0:
         raise RuntimeError(f"code/ch27_debug_dump.py failed:\n{run.stderr[-2000:]}")
     seconds = json.loads(run.stdout.strip().splitlines()[-1])["seconds"]
@@ -173,7 +242,7 @@ def debug_dump(device: str = "cpu", logs: str = "graph_breaks", timeout: int = 3
             other[str(rel)] = p.stat().st_size
     trace_dir = out / "torch_compile_debug" / "tlparse"
     trace = {p.name: p.stat().st_size for p in sorted(trace_dir.glob("*")) if p.is_file()} if trace_dir.exists() else {}
-    return DebugDump(root, models, other, trace, kernels, run.stderr, seconds)
+    return DebugDump(root, models, other, trace, read_trace(trace_dir), kernels, run.stderr, seconds)
 
 
 @dataclass
