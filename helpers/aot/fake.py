@@ -5,7 +5,8 @@
 Dynamo backend and AOTAutograd's forward compiler receive (example inputs) next to what the graph's nodes
 carry (``meta["example_value"]`` / ``meta["val"]``); ``graph_input_log`` collects Dynamo's
 ``create_graph_input`` debug lines; ``compile_error`` names the exception a compile raises;
-``custom_op`` defines a fresh ``torch.library`` custom op; ``step_shapes`` runs a chain of ops on fake
+``compile_error_hints`` its hints; ``meta_census`` counts the meta kernels of every aten overload;
+``fallback_ops`` names the ops a fake mode ran for real (``run_fallback_kernel``); ``custom_op`` defines a fresh ``torch.library`` custom op; ``step_shapes`` runs a chain of ops on fake
 tensors (the chapter's widget); ``fake_impl_check`` and ``one_graph_check`` judge exercises 16.2 and 16.3.
 Private names (``torch._subclasses.fake_tensor``, ``torch._dynamo``) are reached through
 ``helpers.core.private.private``; all exist on torch 2.11, 2.13 and 2.15.
@@ -172,6 +173,18 @@ def compile_error(fn, *args, **compile_kwargs) -> tuple[str, str]:
     return "none", ""
 
 
+def compile_error_hints(fn, *args, **compile_kwargs) -> list[str]:
+    """The ``Hint:`` lines of the error compiling and calling ``fn`` raised (empty if none was raised) (ch16)."""
+    import torch
+
+    clear_compile_state()
+    try:
+        torch.compile(fn, **{"backend": "eager", **compile_kwargs})(*args)
+    except Exception as exc:  # the point is to read its hints
+        return [line.strip()[len("Hint:"):].strip() for line in str(exc).splitlines() if line.strip().startswith("Hint:")]
+    return []
+
+
 def raises_under_fake(fn, *args) -> tuple[str, str]:
     """Run ``fn`` on fake copies of ``args``; ``(exception class name, message)`` or ``("none", "")`` (ch16)."""
     mode = fake_mode()
@@ -304,3 +317,82 @@ def one_graph_check(fn, reference, inputs) -> bool | str | None:
         if not torch.allclose(out, reference(x)):
             return "a result differs from the original function"
     return True
+
+
+# ---------------------------------------------------------------------------------------------- meta kernels
+
+def meta_census() -> dict:
+    """Every aten overload the dispatcher knows, by what computes its output metadata (ch16).
+
+    Read from each overload's dispatcher entry (``torch._C._dispatch_dump``): ``"no meta"`` (no Meta kernel
+    and no CompositeImplicitAutograd decomposition), ``"composite"`` (no Meta kernel, but it decomposes before
+    reaching Meta), ``"c++"`` (a C++ Meta kernel is active), or, for a Meta kernel registered from Python
+    (``activate_meta`` in ``torch/_meta_registrations.py``), where its body lives: ``"_meta_registrations"``,
+    ``"_refs"`` (PrimTorch's references), ``"_decomp"`` (the decomposition table) or ``"other"``. Also
+    ``"no meta examples"``: a few overloads without any, out= variants left out.
+    """
+    import inspect
+    import re
+
+    import torch
+
+    tables = private("torch._decomp.global_decomposition_table")
+    counts = dict.fromkeys(["no meta", "composite", "c++", "_meta_registrations", "_refs", "_decomp", "other"], 0)
+    examples = []
+    for name in torch._C._dispatch_get_all_op_names():
+        if not name.startswith("aten::"):
+            continue
+        dump = torch._C._dispatch_dump(name)
+        active = re.search(r"^Meta: registered at (\S+)", dump, re.M)
+        if active is None:
+            if re.search(r"^CompositeImplicitAutograd\[alias\]:", dump, re.M):
+                counts["composite"] += 1
+            else:
+                counts["no meta"] += 1
+                if "out" not in name.split(".", 1)[-1] and len(examples) < 6:
+                    examples.append(name[6:])
+            continue
+        if "_meta_registrations.py" not in active.group(1):
+            counts["c++"] += 1
+            continue
+        packet, _, overload = name[6:].partition(".")
+        op = getattr(getattr(torch.ops.aten, packet), overload or "default")
+        fn = tables["meta"].get(op) or tables["post_autograd"].get(op) or tables["pre_autograd"].get(op)
+        try:
+            path = (inspect.getsourcefile(inspect.unwrap(fn)) or "") if fn is not None else ""
+        except TypeError:
+            path = ""
+        path = path.replace("\\", "/")
+        key = ("_meta_registrations" if path.endswith("torch/_meta_registrations.py") else
+               "_refs" if "/torch/_refs/" in path else "_decomp" if "/torch/_decomp/" in path else "other")
+        counts[key] += 1
+    counts["no meta examples"] = examples
+    return counts
+
+
+def fallback_ops(thunks: dict) -> dict:
+    """Run each thunk under a fresh ``FakeTensorMode`` and name, per thunk, the operators for which the mode ran
+    the real kernel on zero-filled stand-ins (``run_fallback_kernel``, its last resort when no fake rule or meta
+    kernel applies), or the error it raised (ch16). Each thunk is called inside the mode."""
+    module = private("torch._subclasses.fake_tensor")
+    original = module.run_fallback_kernel
+    calls: list = []
+
+    def spy(fake_mode, func, *args, **kwargs):
+        calls.append(str(func))
+        return original(fake_mode, func, *args, **kwargs)
+
+    out = {}
+    module.run_fallback_kernel = spy
+    try:
+        for name, thunk in thunks.items():
+            calls.clear()
+            try:
+                with fake_mode(cache=False):
+                    thunk()
+                out[name] = list(calls)
+            except Exception as err:  # noqa: BLE001 - reported to the reader
+                out[name] = f"{type(err).__name__}"
+    finally:
+        module.run_fallback_kernel = original
+    return out
