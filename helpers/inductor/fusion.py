@@ -121,6 +121,51 @@ def nest_prediction(answer, runs: dict) -> object:
     return want if not wrong else f"cases {', '.join(wrong)} differ from the run"
 
 
+def _p(x):
+    return torch.relu(x * 2).amax(1)
+
+
+def _q(x):
+    return x / x.sum(1, keepdim=True)
+
+
+def _r(x):
+    return torch.sigmoid(x) - torch.sigmoid(x).sum()
+
+
+def _s(x):
+    return x.sum(0), x.sum(1)
+
+
+def _t(x):
+    return (x @ x).sum(1)
+
+
+def _u(x):
+    return torch.abs(x), torch.cos(x) + 1
+
+
+# Exercise 20.1's functions: none of them is printed with its result in the chapter (ch20)
+PREDICT = {"P": _p, "Q": _q, "R": _r, "S": _s, "T": _t, "U": _u}
+
+
+def predicted_nests(answer, n: int = 256):
+    """Compile exercise 20.1's functions P-U on a CPU (n×n inputs) and compare the reader's loop-nest counts (ch20).
+
+    Returns None while unanswered, the measured list when the answer matches, else a sentence naming the
+    functions whose count differs.
+    """
+    if answer is None:
+        return None
+    x = torch.randn(n, n)
+    want = [schedule(fn, x).loop_nests for fn in PREDICT.values()]
+    got = [answer[k] for k in PREDICT] if isinstance(answer, dict) else list(answer)
+    if len(got) != len(want):
+        return f"give {len(want)} counts, {', '.join(PREDICT)}; got {len(got)}"
+    wrong = [k for k, g, w in zip(PREDICT, got, want) if g != w]
+    return want if not wrong else f"{', '.join(wrong)} differ from the compiled code"
+
+
 def rowwise_check(fn, n: int = 256, device: str = "cpu"):
     """Compile a reader's version of case D; return ``(right, units of work, pre-fusion nodes)`` (ch20 exercise).
 

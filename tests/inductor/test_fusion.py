@@ -1,7 +1,8 @@
 """Unit tests of helpers/inductor/fusion.py (chapter 20)."""
 from types import SimpleNamespace
 
-from helpers.inductor.fusion import CASES, eager_bytes, ideal_bytes, nest_prediction, row, rowwise_check, run_case
+from helpers.inductor.fusion import (CASES, PREDICT, eager_bytes, ideal_bytes, nest_prediction, predicted_nests, row,
+                                    rowwise_check, run_case)
 from helpers.inductor.traffic import MiB
 
 
@@ -31,3 +32,12 @@ def test_horizontal_reductions_fuse():
     assert s.shared_data[("op0", "op1")] == 64 * 64 * 4
     assert row("E", s).startswith("E  x.amax(1), x.sum(1)")
     assert rowwise_check(None) is None
+
+
+def test_exercise_functions_and_their_nests():
+    assert list(PREDICT) == list("PQRSTU")
+    assert predicted_nests(None) is None
+    want = [1, 1, 2, 2, 1, 1]  # on CPU: inlined, row-wise, global wall, two axes, mm + sum, horizontal
+    assert predicted_nests(want, n=64) == want
+    assert "differ" in predicted_nests([1] * 6, n=64)
+    assert "6 counts" in predicted_nests([1], n=64)
