@@ -241,3 +241,9 @@ def precompiled_headers() -> list[str]:
     except CourseError:
         return []
     return sorted(p.name for p in folder.glob("*.gch")) if folder.exists() else []
+
+
+def isa_probe_child_code() -> str:
+    """The Python a vector-ISA probe runs in its child process (``VecISA._avx_py_load``): torch 2.11 imports
+    torch there before loading the probe library; 2.13 and later, on Linux, only load it (ch17)."""
+    return str(getattr(private("torch._inductor.cpu_vec_isa.VecISA"), "_avx_py_load", ""))

@@ -91,3 +91,14 @@ extern "C" void kernel(const float* in_ptr0)
 def test_precompiled_headers_lists_gch_files():
     headers = precompiled_headers()
     assert isinstance(headers, list) and all(name.endswith(".gch") for name in headers)
+
+
+def test_the_isa_probe_child_code_is_torchs():
+    import torch
+
+    from helpers.inductor.stages import isa_probe_child_code
+
+    code = isa_probe_child_code()
+    assert "LoadLibrary" in code
+    imports_first = "import torch" in code.split("if sys.platform", 1)[0]
+    assert imports_first == (torch.__version__.startswith("2.11"))
