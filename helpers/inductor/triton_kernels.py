@@ -175,6 +175,8 @@ ROLES = {
     "jit": (r"^@triton\.jit", "Triton compiles the function below"),
     "def": (r"^def triton_\w+\(", "the kernel's arguments; the block sizes are constexpr"),
     "xnumel": (r"^\s+xnumel = ", "the number of x elements, baked in as a constant"),
+    "ynumel": (r"^\s+ynumel = ", "the number of y elements (a 2-D tiled kernel)"),
+    "yoffset": (r"^\s+yoffset = tl\.program_id\(1\)", "the tile's row block: the grid's second axis"),
     "r0_numel": (r"^\s+r0_numel = ", "the length of each reduction"),
     "program_id": (r"tl\.program_id\(0\)", "which tile this program instance owns"),
     "xindex": (r"^\s+xindex = ", "the XBLOCK element indices of the tile"),
@@ -556,6 +558,23 @@ def pointwise_candidates(numel: int, device: DeviceSpec = H200) -> list[Candidat
     return [Candidate(tuple(c.kwargs.items()), int(c.num_warps), int(c.num_stages)) for c in configs]
 
 
+@private_step("triton_heuristics.pointwise with a 2-D size_hints and tile_hint (called with return_configs=True)")
+def tiled_pointwise_candidates(ynumel: int, xnumel: int, device: DeviceSpec = H200, square: bool = True) -> list[Candidate]:
+    """The configurations ``triton_heuristics.pointwise`` proposes for a 2-D tiled pointwise kernel (ch21):
+    ``size_hints={"y": ..., "x": ...}`` and the ``tile_hint`` Inductor writes (``select_tile_hint``: SQUARE
+    for a kernel with one input, one output and the two numels as its only arguments, else DEFAULT);
+    ``return_configs=True``, so this runs without a GPU."""
+    th = _heuristics()
+    config = private("torch._inductor.config")
+    meta = {"autotune_pointwise": config.triton.autotune_pointwise, "max_autotune": config.max_autotune,
+            "max_autotune_pointwise": config.max_autotune_pointwise}
+    hint = th.TileHint.SQUARE if square else th.TileHint.DEFAULT
+    with _config_class():
+        configs = th.pointwise({"y": next_power_of_2(ynumel), "x": next_power_of_2(xnumel)}, tile_hint=hint,
+                               triton_meta={"device": device.properties()}, inductor_meta=meta, return_configs=True)
+    return [Candidate(tuple(c.kwargs.items()), int(c.num_warps), int(c.num_stages)) for c in configs]
+
+
 @private_step("triton_heuristics.GridExpr.from_meta")
 def grid(numel: int, xblock: int) -> int:
     """Programs in a 1-D launch: torch's ``Grid1D`` expression (``ceildiv(xnumel, XBLOCK)``) evaluated (ch21)."""
@@ -874,17 +893,24 @@ def decorator_arguments(text: str) -> tuple[str, dict]:
 
 
 @private_step("a kernel's triton_heuristics decorator, called again with return_configs=True")
-def candidates_from_source(text: str, device: DeviceSpec = H200) -> list[Candidate]:
+def candidates_from_source(text: str, device: DeviceSpec = H200, cuda_available: bool | None = None) -> list[Candidate]:
     """Call a kernel's heuristic again, with its decorator's arguments and ``device``'s properties (ch21).
 
     ``return_configs=True``: the configurations the autotuner would be given, computed without a GPU.
+    ``cuda_available``: what ``torch.cuda.is_available()`` answers during the call (None: the truth). The
+    persistent-reduction heuristic of torch 2.11 and 2.13 branches on it, not on the device properties it
+    is given (``_persistent_reduction_configs``, INNER reductions of 256 elements or more).
     """
     import copy
+    from unittest import mock
+
+    import torch
 
     name, kwargs = decorator_arguments(text)
     kwargs = copy.deepcopy(kwargs)
     kwargs["triton_meta"]["device"] = device.properties()
     th = _heuristics()
-    with _config_class():
+    answer = torch.cuda.is_available() if cuda_available is None else bool(cuda_available)
+    with _config_class(), mock.patch.object(torch.cuda, "is_available", lambda: answer):
         configs = getattr(th, name)(**kwargs, return_configs=True)
     return [Candidate(tuple(c.kwargs.items()), int(c.num_warps), int(c.num_stages)) for c in configs]

@@ -165,3 +165,21 @@ def test_reader_checks_count_right_cases():
     assert tk.reader_tiling_check(lambda n, b: (n // b, 0)) < 5
     assert tk.reader_xblock_check(lambda n: 1024) < 8
     assert tk.reader_xblock_check(None) is None
+
+
+def test_the_persistent_proposal_follows_the_callers_cuda_not_the_device_properties():
+    """_persistent_reduction_configs branches on torch.cuda.is_available() (torch 2.11 and 2.13): the H200
+    kernel's own decorator gives 1 row / 1 warp with CUDA and 8 / 8 without, on any machine."""
+    import torch
+
+    with_cuda = tk.candidates_from_source(PERSISTENT, tk.H200, cuda_available=True)
+    without = tk.candidates_from_source(PERSISTENT, tk.H200, cuda_available=False)
+    assert with_cuda != without
+    assert tk.candidates_from_source(PERSISTENT, tk.H200) == (with_cuda if torch.cuda.is_available() else without)
+
+
+def test_the_2d_pointwise_heuristic_runs_without_a_gpu():
+    square = tk.tiled_pointwise_candidates(1024, 1024, square=True)
+    default = tk.tiled_pointwise_candidates(1024, 1024, square=False)
+    assert [c.text() for c in square] == ["XBLOCK: 32, YBLOCK: 32, num_warps: 4, num_stages: 1"]
+    assert len(default) > 1 and square[0] in default
