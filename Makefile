@@ -24,7 +24,7 @@ SHARD ?=
 JOBS ?= 1
 GPU_JOBS ?= 10
 
-.PHONY: setup book test lint sync lab run publish gpu-bundle gpu-run clean
+.PHONY: setup book test lint sync lab run publish gpu-bundle gpu-run student grade clean
 
 setup: $(STAMP)
 
@@ -89,9 +89,24 @@ gpu-run:
 	PYTHONPATH=$(CURDIR)/$(GPU_SITE) $(PYTHON) -m ipykernel install --user --name python3 >/dev/null
 	PYTHONPATH=$(CURDIR)/$(GPU_SITE) $(PYTHON) -m helpers run $(CHAPTERS) $(if $(SHARD),--shard $(SHARD)) --out $(RUN_DIR) --timeout 300 --jobs $(GPU_JOBS)
 
-# The student edition: the book's chapters (or CHAPTERS="ch05 ch06") without solutions, into STUDENT_DIR.
-student: setup
-	$(PY) -m helpers student $(CHAPTERS) --out $(STUDENT_DIR)
+# The student edition: the book's chapters (or CHAPTERS="ch05 ch06") without solutions, into STUDENT_DIR;
+# STUDENT_OUTPUTS=book keeps the book's outputs (they can answer a "predict" exercise), none clears them.
+# The instructor's targets make the venv only when it is missing (`make setup` refreshes it): a fresh clone
+# gives pyproject.toml a newer time than the venv's stamp, which must not reinstall everything.
+STUDENT_OUTPUTS ?= none
+student:
+	@test -f $(STAMP) || $(MAKE) setup
+	$(PY) -m helpers student $(CHAPTERS) --out $(STUDENT_DIR) --outputs $(STUDENT_OUTPUTS)
+
+# Grade the notebooks in SUBMISSIONS (a folder, with one subfolder per student if the LMS exports so) on CPU
+# → SUBMISSIONS/grades (or GRADES); GRADE_ARGS passes more options, e.g. GRADE_ARGS="--timeout 600".
+SUBMISSIONS ?=
+GRADES ?=
+GRADE_ARGS ?=
+grade:
+	@test -n "$(SUBMISSIONS)" || { echo "error: say which folder: make grade SUBMISSIONS=path/to/folder" >&2; exit 2; }
+	@test -f $(STAMP) || $(MAKE) setup
+	$(PY) -m helpers grade $(SUBMISSIONS) $(if $(GRADES),--out $(GRADES)) $(GRADE_ARGS)
 
 clean:
 	rm -rf _build runs

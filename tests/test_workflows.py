@@ -41,3 +41,25 @@ def test_every_make_target_a_workflow_runs_exists(target):
 def test_the_readme_names_the_gpu_runner_label():
     labels = re.findall(r"^\s+-\s+(\S+)$", (ROOT / ".github" / "actionlint.yaml").read_text(), re.M)
     assert labels and all(f"`{label}`" in (ROOT / "README.md").read_text() for label in labels)
+
+
+def test_the_instructors_targets_do_not_reinstall_a_venv_a_fresh_clone_dates_older(tmp_path):
+    """Issue 29: in a fresh clone git gives pyproject.toml a newer time than .venv/.installed; `make student`
+    and `make grade` must use the venv as it is (only a missing venv is made)."""
+    import os
+    import shutil
+
+    shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").write_text("")
+    (tmp_path / ".venv" / ".installed").write_text("")
+    (tmp_path / "pyproject.toml").write_text("")
+    os.utime(tmp_path / ".venv" / ".installed", (1, 1))  # older than pyproject.toml
+    for target in (["student", "STUDENT_OUTPUTS=book"], ["grade", "SUBMISSIONS=subs"]):
+        out = subprocess.run(["make", "-n", "-C", str(tmp_path), *target], capture_output=True, text=True).stdout
+        assert "pip install" not in out and "-m helpers " + target[0] in out, out
+    assert "--outputs book" in subprocess.run(["make", "-n", "-C", str(tmp_path), "student", "STUDENT_OUTPUTS=book"],
+                                              capture_output=True, text=True).stdout
+    (tmp_path / ".venv" / ".installed").unlink()  # no venv yet: then it is made
+    out = subprocess.run(["make", "-n", "-C", str(tmp_path), "student"], capture_output=True, text=True).stdout
+    assert "pip install" in out, out

@@ -41,12 +41,18 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("student", help="write the chapters without their solutions (the student edition)")
     s.add_argument("chapters", nargs="*", help="ch01, 2, ch02_four_stations or a path; none = the book's chapters")
     s.add_argument("--out", default="runs/student", help="folder to write into (default runs/student)")
-    s.add_argument("--no-outputs", action="store_true", help="clear every output, not only the exercises'")
+    s.add_argument("--outputs", choices=["none", "book"], default="none",
+                   help="none (default): clear every output; book: keep the book's outputs outside the exercises' "
+                        "cells (they may answer an exercise that asks to predict them)")
+    s.add_argument("--no-outputs", action="store_true", help="the same as --outputs none (the default)")
     g = sub.add_parser("grade", help="run submitted notebooks with the course's own checks; write grade tables")
     g.add_argument("submissions", nargs="+", help="submitted notebooks, or folders of them")
     g.add_argument("--out", help="folder for grades.md/.csv and the runs (default SUBMISSIONS/grades)")
     g.add_argument("--jobs", type=int, default=2, help="submissions run at once (default 2: one per core)")
     g.add_argument("--timeout", type=float, default=300, help="seconds per submission (default 300)")
+    g.add_argument("--exercise-timeout", type=float, default=120,
+                   help="seconds an exercise's answer and check cells may run before it is stopped and marked, "
+                        "the other exercises still graded (default 120)")
     g.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where they run (default cpu)")
     g.add_argument("--record", action="store_true",
                    help="keep this run's timing in helpers/verified/grading.json (the instructor guide quotes it)")
@@ -92,13 +98,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "student":
             from .student import write as write_student
 
-            for path in write_student(args.chapters, args.out, keep_outputs=not args.no_outputs):
+            for path in write_student(args.chapters, args.out, keep_outputs=args.outputs == "book" and not args.no_outputs):
                 print(f"wrote {path}")
             return 0
         if args.command == "grade":
             from .grade import grade
 
-            return grade(args.submissions, out=args.out, jobs=args.jobs, timeout=args.timeout, device=args.device, record=args.record)
+            return grade(args.submissions, out=args.out, jobs=args.jobs, timeout=args.timeout, device=args.device, record=args.record,
+                         exercise_timeout=args.exercise_timeout)
         from .lint import lint_notebook
         from .sources import differences
 

@@ -20,14 +20,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.env import REPO_ROOT, CourseError
-from ..core.exercises import RECORD_KEY
-from .student import META, NOTEBOOK_META, defined_names, exercises, role, strip_magics, student_edition
+from ..core.exercises import RECORD_KEY, plain, same_plain
+from .audit import AUDIT_KEY
+from .student import (EXERCISE, META, NO_LITERAL, NOTEBOOK_META, ROLES, defined_names, exercises, expected_literal, role,
+                      seal_check, strip_magics, student_edition)
 from .verify import _source, load_notebook
 
 PAPERMILL_BANNER = "papermill-error-cell-tag"
-RESULTS = ("right", "not quite", "not answered", "error", "not run")
+RESULTS = ("right", "not quite", "not answered", "error", "timeout", "not run")
 SHOWN = {"right": "✅ right", "not quite": "❌ not quite", "not answered": "— not answered", "error": "💥 error",
-         "not run": "⏹ not run"}
+         "timeout": "⏱ timed out", "not run": "⏹ not run"}
+# what a file that is not graded is: its status and the note an instructor can act on
+NOT_NOTEBOOK, CORRUPTED = "not a notebook", "corrupted notebook"
+# what an answer cell may not do without a note: modules it may not import, calls it may not make
+SUSPECT_IMPORTS = ("sys", "gc", "inspect", "ctypes", "importlib", "builtins", "signal", "IPython", "papermill",
+                   "helpers.core", "helpers.pipeline")
+SUSPECT_CALLS = ("setattr", "delattr", "exec", "eval", "compile", "__import__", "vars", "globals", "locals")
+SUSPECT_ATTRS = ("__dict__", "__globals__", "__code__", "__builtins__", "__defaults__", "__kwdefaults__",
+                 "_exit", "modules")
 
 
 @dataclass
@@ -35,7 +45,7 @@ class Graded:
     student: str
     file: str
     chapter: str | None = None
-    status: str = "graded"  # graded / timeout / stopped / not a notebook / unknown chapter
+    status: str = "graded"  # graded / timeout / kernel died / stopped / not a notebook / corrupted notebook / unknown chapter
     results: dict[str, tuple[str, str]] = field(default_factory=dict)  # exercise -> (result, detail)
     notes: list[str] = field(default_factory=list)
     seconds: float | None = None
@@ -45,19 +55,69 @@ class Graded:
         return sum(r == "right" for r, _ in self.results.values())
 
 
-def submissions(paths: list[str]) -> list[Path]:
-    """The files to grade: each path itself, or every visible file in a folder (sorted)."""
+def submissions(paths: list[str]) -> list[tuple[Path, str]]:
+    """The files to grade and their students' names: each path itself, or every visible file in a folder
+    and its subfolders (one per student, as an LMS exports them: the student is the subfolder, or
+    subfolder/file when it holds several), sorted. A folder the grader wrote (it holds grades.md) is skipped."""
     files = []
     for p in map(Path, paths):
         if p.is_dir():
-            files += sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
+            ours = {g.parent for g in p.rglob("grades.md")}
+            found = sorted(f for f in p.rglob("*") if f.is_file()
+                           and not any(part.startswith((".", "__MACOSX")) for part in f.relative_to(p).parts)
+                           and not any(d == f.parent or d in f.parents for d in ours))
+            per_folder: dict[Path, int] = {}
+            for f in found:
+                per_folder[f.relative_to(p).parent] = per_folder.get(f.relative_to(p).parent, 0) + 1
+            for f in found:
+                rel = f.relative_to(p)
+                if rel.parent == Path("."):
+                    name = f.stem
+                elif per_folder[rel.parent] == 1:
+                    name = rel.parent.as_posix()
+                else:
+                    name = rel.with_suffix("").as_posix()
+                files.append((f, name))
         elif p.is_file():
-            files.append(p)
+            files.append((p, p.stem))
         else:
             raise CourseError(f"{p}: no such file or folder.")
     if not files:
-        raise CourseError(f"no submissions in {', '.join(paths)}.")
+        raise CourseError(f"no submissions in {', '.join(paths)} (nor in its subfolders).")
     return files
+
+
+def read_submission(path: Path) -> tuple[dict | None, tuple[str, str] | None]:
+    """The notebook, or (status, note): a file that is no notebook at all vs a notebook that is broken."""
+    raw = path.read_bytes()
+    looks = raw.lstrip()[:1] == b"{"  # a JSON document: a notebook, however damaged
+    kind = f"{path.suffix.lower()} file" if path.suffix else "file without an extension"
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        if looks:
+            return None, (CORRUPTED, "the notebook is not UTF-8 text (damaged in transfer?): ask the student for a "
+                                     "fresh download of the notebook")
+        return None, (NOT_NOTEBOOK, f"a binary {kind}, not a Jupyter notebook: ask for the .ipynb")
+    try:
+        nb = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if looks:
+            return None, (CORRUPTED, f"the notebook's JSON is broken ({exc.msg} at line {exc.lineno}, column "
+                                     f"{exc.colno} of {len(raw)} bytes: cut short or edited by hand?): ask the "
+                                     "student for a fresh download of the notebook")
+        start = " ".join(text.split())[:40]
+        return None, (NOT_NOTEBOOK, f"a text {kind} (it starts {start!r}), not a Jupyter notebook: ask for the "
+                                    ".ipynb itself (File → Download in Jupyter or Colab)")
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list) or nb.get("nbformat") != 4:
+        why = ("no list of cells" if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list)
+               else f"nbformat {nb.get('nbformat')!r}, not 4")
+        return None, (CORRUPTED if path.suffix.lower() == ".ipynb" else NOT_NOTEBOOK,
+                      f"valid JSON but not a Jupyter notebook in format 4 ({why}): ask for the .ipynb as Jupyter saves it")
+    if not all(isinstance(c, dict) for c in nb["cells"]):
+        return None, (CORRUPTED, "a cell of the notebook is not a JSON object: ask for a fresh download")
+    nb.setdefault("metadata", {})
+    return nb, None
 
 
 def chapter_of(nb: dict, path: Path) -> str | None:
@@ -68,10 +128,24 @@ def chapter_of(nb: dict, path: Path) -> str | None:
     m = re.search(r"ch\d\d", path.name)
     if m:
         return m.group(0)
+    return _setup_chapter(nb)
+
+
+def _setup_chapter(nb: dict) -> str | None:
     for cell in nb["cells"]:
         m = re.search(r'helpers\.setup\("(ch\d\d)"', _source(cell))
         if m:
             return m.group(1)
+    return None
+
+
+def chapter_note(nb: dict, path: Path) -> str | None:
+    """A note when the file's name names another chapter than its content (stamp or setup cell) does."""
+    named = re.search(r"ch\d\d", path.name)
+    content = nb.get("metadata", {}).get(NOTEBOOK_META, {}).get("chapter") or _setup_chapter(nb)
+    if named and content and named.group(0) != content:
+        return (f"the file name says {named.group(0)} but the notebook is {content}'s: graded as {content} "
+                f"(a wrong file handed in?)")
     return None
 
 
@@ -92,33 +166,104 @@ def cells_by_exercise(nb: dict, wanted: str) -> dict[str, list[dict]]:
     return found
 
 
-def rebinds(answer: str, course_names: set[str], allowed: set[str]) -> list[str]:
-    """What an answer cell does to the course's names: rebinding them or setting attributes on them."""
-    out = [f"rebinds {n}" for n in sorted((defined_names(answer) & course_names) - allowed)]
-    try:
-        tree = ast.parse(strip_magics(answer))
-    except SyntaxError:
-        return out
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
-            out.append(f"sets {ast.unparse(node)}")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "exec", "eval"):
-            out.append(f"calls {node.func.id}")
-        elif isinstance(node, ast.Global):
-            out.append("declares global " + ", ".join(node.names))
+def loose_cells(submission: dict, course: dict) -> list[tuple[str | None, int, dict]]:
+    """The submission's own code cells (not the course's, not an answer or check): (the exercise whose
+    text it follows, its index, the cell). An exercise's region starts at its heading or stamped cell and
+    ends at the course's next markdown cell."""
+    course_code = {_source(c).strip() for c in course["cells"] if c.get("cell_type") == "code"}
+    course_md = {_source(c).strip() for c in course["cells"] if c.get("cell_type") == "markdown"}
+    out, current = [], None
+    for i, cell in enumerate(submission["cells"]):
+        src = _source(cell)
+        if cell.get("cell_type") == "markdown":
+            m = EXERCISE.search(src)
+            if m:
+                current = m.group(1)
+            elif src.strip() in course_md:
+                current = None
+            continue
+        meta = cell.get("metadata", {}).get(META) or {}
+        if meta.get("exercise"):
+            current = meta["exercise"]
+        if (cell.get("cell_type") != "code" or meta.get("role") in ("answer", "check") or role(cell) in ROLES
+                or not src.strip() or src.strip() in course_code or "exercises.check(" in src):
+            continue
+        out.append((current, i, cell))
     return out
 
 
-def graded_notebook(course: dict, submission: dict) -> tuple[dict, list[str]]:
-    """The course's student edition with the submission's answer cells in place, and notes for the table."""
+def touches(answer: str, course_names: set[str], allowed: set[str]) -> list[str]:
+    """What an answer cell does that an answer need not do: rebind the course's names, set attributes of
+    anything but ``self``, write through vars()/globals()/__dict__, import the machinery (sys, gc, inspect,
+    helpers.core...), call exec/eval/setattr, define ``__eq__``; empty for an ordinary answer."""
+    try:
+        tree = ast.parse(strip_magics(answer))
+    except SyntaxError:
+        return [f"rebinds {n}" for n in sorted((defined_names(answer) & course_names) - allowed)]
+    same = {a.name for node in tree.body if isinstance(node, ast.Import) for a in node.names
+            if a.asname is None and "." not in a.name}  # `import torch` binds torch to torch: nothing changes
+    out = [f"rebinds {n}" for n in sorted((defined_names(answer) & course_names) - allowed - same)]
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            root = node
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if isinstance(node, ast.Attribute) and isinstance(root, ast.Name) and root.id in ("self", "cls"):
+                continue
+            if isinstance(node, ast.Subscript) and isinstance(root, ast.Name) and root.id not in course_names \
+                    and root.id not in ("sys", "helpers", "torch", "builtins"):
+                continue  # writing into a list or dict of the answer's own
+            out.append(f"sets {ast.unparse(node)[:80]}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in SUSPECT_CALLS:
+            out.append(f"calls {node.func.id}()")
+        elif isinstance(node, ast.Attribute) and node.attr in SUSPECT_ATTRS:
+            out.append(f"reaches {ast.unparse(node)[:80]}")
+        elif isinstance(node, ast.Global):
+            out.append("declares global " + ", ".join(node.names))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            out += [f"imports {m}" for m in mods if m.startswith(SUSPECT_IMPORTS) and (
+                m in SUSPECT_IMPORTS or m.startswith(tuple(f"{s}." for s in SUSPECT_IMPORTS)))]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in ("__eq__", "__ne__", "__hash__"):
+            out.append(f"defines {node.name} (an answer that decides its own equality?)")
+    return list(dict.fromkeys(out))
+
+
+rebinds = touches  # its earlier name
+
+
+def _grader_cell(number: str, phase: str, code: str) -> dict:
+    return {"cell_type": "code", "id": f"grader-{number.replace('.', '-')}-{phase}", "execution_count": None,
+            "outputs": [], "source": code,
+            "metadata": {"tags": ["raises-exception"], META: {"exercise": number, "role": "grader"}}}
+
+
+def _audit_call(fn: str, *args) -> str:
+    return f'__import__("helpers.pipeline.audit", fromlist=["audit"]).{fn}({", ".join(map(repr, args))})'
+
+
+def graded_notebook(course: dict, submission: dict, *, exercise_timeout: float = 0,
+                    without: set[str] = frozenset()) -> tuple[dict, list[str]]:
+    """The course's student edition with the submission's answer cells in place, and notes for the table.
+
+    Answers written in cells of the student's own under an exercise (or, with the answer cell's tags
+    lost, the cells that set its names) are graded with it, and noted. Around each exercise go the
+    grader's cells (``helpers.pipeline.audit``: its clock, and the watch on the course's modules). The
+    exercises in ``without`` keep the course's blank answer (their answer stopped an earlier run).
+    """
     nb, notes = copy.deepcopy(course), []
     answers = cells_by_exercise(submission, "answer")
     checks = cells_by_exercise(submission, "check")
+    loose = loose_cells(submission, course)
     course_names = {"helpers", "torch"}
     for cell in nb["cells"]:
         if cell.get("cell_type") == "code" and role(cell) != "answer":
             course_names |= defined_names(_source(cell))
-    for ex in exercises(nb):
+    found = exercises(nb)
+    answer_names = {ex.number: defined_names(_source(nb["cells"][ex.answer])) for ex in found}
+    where = {id(c): i for i, c in enumerate(submission["cells"])}
+    inserts: dict[int, list[dict]] = {}
+    for ex in found:
         answer, check = nb["cells"][ex.answer], nb["cells"][ex.check]
         for cell in (answer, check):  # a raising answer or check must not stop the other exercises
             cell["metadata"]["tags"] = tags = list(cell["metadata"].get("tags", []))
@@ -126,17 +271,53 @@ def graded_notebook(course: dict, submission: dict) -> tuple[dict, list[str]]:
         given = answers.get(ex.number, [])
         if len(given) > 1:
             notes.append(f"{ex.number}: {len(given)} answer cells, the last one graded")
-        if not given:
+        own = [(i, c) for (number, i, c) in loose
+               if defined_names(_source(c)) and (number == ex.number or defined_names(_source(c)) & answer_names[ex.number])]
+        at = where.get(id(given[-1])) if given else None
+        before = [_source(c) for i, c in own if at is not None and i < at]
+        after = [_source(c) for i, c in own if at is None or i > at]
+        if ex.number in without:  # its answer stopped an earlier run: the course's blank answer instead
+            odd = touches("\n\n".join(_source(c) for c in given[-1:] + [c for _, c in own]), course_names,
+                          answer_names[ex.number])
+            if odd:
+                notes.append(f"{ex.number}: the answer cell {', '.join(odd)} (read it)")
+        elif not given and not own:
             notes.append(f"{ex.number}: no answer cell in the submission")
         else:
-            src = _source(given[-1])
-            odd = rebinds(src, course_names, defined_names(_source(answer)))
+            parts = before + ([_source(given[-1])] if given else []) + after
+            src = "\n\n".join(p.rstrip() for p in parts)
+            if own and given:
+                notes.append(f"{ex.number}: answer found outside the answer cell ({len(own)} cell(s) of the student's "
+                             "own under the exercise): graded together with it")
+            elif own:
+                notes.append(f"{ex.number}: no tagged answer cell (its cell tags were lost?); graded the student's "
+                             f"cell(s) that set {', '.join(sorted(answer_names[ex.number])) or 'the answer'} instead")
+            odd = touches(src, course_names, answer_names[ex.number])
             if odd:
                 notes.append(f"{ex.number}: the answer cell {', '.join(odd)} (read it)")
             answer["source"] = src
-        if any(_source(c).strip() != _source(check).strip() for c in checks.get(ex.number, [])):
+        if any(seal_check(_source(c), ex.number).strip() != _source(check).strip() for c in checks.get(ex.number, [])):
             notes.append(f"{ex.number}: check cell edited (the course's check was used)")
+        inserts.setdefault(ex.answer, []).append(_grader_cell(ex.number, "begin", _audit_call("begin", ex.number, exercise_timeout)))
+        inserts.setdefault(ex.answer + 1, []).append(_grader_cell(ex.number, "between", _audit_call("between", ex.number)))
+        inserts.setdefault(ex.check + 1, []).append(_grader_cell(ex.number, "end", _audit_call("end", ex.number)))
+    cells = []
+    for i, cell in enumerate(nb["cells"]):
+        cells += inserts.get(i, [])
+        cells.append(cell)
+    cells += inserts.get(len(nb["cells"]), [])
+    nb["cells"] = cells
     return nb, notes
+
+
+def expected_values(book: dict) -> dict[str, object]:
+    """Per exercise, the plain expected value its check cell writes out (read here, never in a kernel)."""
+    out = {}
+    for ex in exercises(book):
+        value = expected_literal(_source(book["cells"][ex.check]), ex.number)
+        if value is not NO_LITERAL:
+            out[ex.number] = plain(value)
+    return out
 
 
 def _error(cell) -> str | None:
@@ -146,40 +327,128 @@ def _error(cell) -> str | None:
     return None
 
 
-def results_of(executed: dict) -> tuple[dict[str, tuple[str, str]], str | None]:
-    """Per exercise (result, detail) from an executed graded notebook, and where a course cell stopped it."""
-    executed = dict(executed, cells=[c for c in executed["cells"]  # papermill's "An Exception was..." banners
-                                     if PAPERMILL_BANNER not in c.get("metadata", {}).get("tags", [])])
-    cells, results = executed["cells"], {}
+def _status(cell) -> str | None:
+    return cell.get("metadata", {}).get("papermill", {}).get("status")
+
+
+def _ran(cell) -> bool:
+    """Whether the kernel ran the cell (papermill marks the cells after a dead kernel "completed" too)."""
+    return cell.get("execution_count") is not None
+
+
+def _records(cell, key: str) -> list[dict]:
+    return [o["metadata"][key] for o in cell.get("outputs", []) if key in o.get("metadata", {})]
+
+
+def results_of(executed: dict, expected: dict | None = None) -> tuple[dict[str, tuple[str, str]], str | None, list[str]]:
+    """Per exercise (result, detail) from an executed graded notebook, where a course cell stopped it, and
+    notes. Each answer is judged here, outside the kernel: its plain value (the check's record) against
+    the expected value the course's check cell writes out (``expected``), else the one the kernel computed;
+    where the kernel's own check said otherwise, or the grader's audit saw the course's modules change or
+    never reported, a note says so."""
+    expected = expected or {}
+    cells = [c for c in executed["cells"] if PAPERMILL_BANNER not in c.get("metadata", {}).get("tags", [])]
+    executed = dict(executed, cells=cells)
+    results, notes = {}, []
+    grader = {}
+    for c in cells:
+        meta = c.get("metadata", {}).get(META) or {}
+        if meta.get("role") == "grader":
+            grader.setdefault(meta["exercise"], []).append(c)
     for ex in exercises(executed):
-        answer, check = cells[ex.answer], cells[ex.check]
-        record = next((o["metadata"][RECORD_KEY] for o in check.get("outputs", [])
-                       if RECORD_KEY in o.get("metadata", {})
-                       and o["metadata"][RECORD_KEY].get("name") == f"exercise {ex.number}"), None)
-        raised = _error(answer)
-        if record and not (raised and record["result"] == "not answered"):
-            detail = record.get("answer") or "" if record["result"] == "not quite" else ""
-            results[ex.number] = (record["result"], (f"answer cell raised {raised}; " if raised else "") + detail)
-        elif raised or _error(check):
-            results[ex.number] = ("error", f"answer cell raised {raised}" if raised else f"check raised {_error(check)}")
+        n, answer, check = ex.number, cells[ex.answer], cells[ex.check]
+        record = next((r for r in _records(check, RECORD_KEY) if r.get("name") == f"exercise {n}"), None)
+        raised, check_raised = _error(answer), _error(check)
+        if raised and raised.startswith("ExerciseTimeout"):
+            results[n] = ("timeout", "the answer cell " + raised.split(": ", 1)[-1].replace(f"exercise {n} ", ""))
+            notes.append(f"{n}: timed out in its answer cell (an endless loop?); the other exercises were graded")
+        elif check_raised and check_raised.startswith("ExerciseTimeout"):
+            results[n] = ("timeout", "the check of the answer " + check_raised.split(": ", 1)[-1].replace(f"exercise {n} ", ""))
+            notes.append(f"{n}: timed out while the check ran the answer's code; the other exercises were graded")
+        elif record and not (raised and record["result"] == "not answered"):
+            result = _judge(n, record, expected, notes)
+            detail = (record.get("answer") or "") if result == "not quite" else ""
+            results[n] = (result, (f"answer cell raised {raised}; " if raised else "") + detail)
+        elif raised or check_raised:
+            results[n] = ("error", f"answer cell raised {raised}" if raised else f"check raised {check_raised}")
+        elif _ran(check):
+            results[n] = ("error", "the check wrote no result")
+            notes.append(f"{n}: the course's check ran but wrote no result (was helpers.exercises changed? read the answer cell)")
         else:
-            results[ex.number] = ("not run", "")
-    exercise_cells = {j for ex in exercises(executed) for j in (ex.answer, ex.check)}
+            results[n] = ("not run", "")
+        for cell in grader.get(n, []):
+            if cell.get("id", "").endswith("-begin") or not _ran(cell):
+                continue
+            audits = _records(cell, AUDIT_KEY)
+            if not audits:
+                notes.append(f"{n}: the grader's watch after the {'check' if cell.get('id', '').endswith('-end') else 'answer'} "
+                             "cell did not report (the answer cell got in its way? read it)")
+            for a in audits:
+                if a.get("changed"):
+                    notes.append(f"{n}: the course's modules changed while the {a['phase']} cell ran: "
+                                 f"{', '.join(a['changed'][:5])} (read the answer cell)")
+    graded_cells = {j for ex in exercises(executed) for j in (ex.answer, ex.check)}
+    graded_cells |= {i for i, c in enumerate(cells) if ((c.get("metadata", {}).get(META) or {}).get("role") == "grader")}
     stopped = next((f"cell {i + 1} raised {_error(c)}" for i, c in enumerate(cells)
-                    if i not in exercise_cells and _error(c)), None)
-    return results, stopped
+                    if i not in graded_cells and _error(c)), None)
+    return results, stopped, notes
 
 
-def grade_one(path: Path, work: Path, *, device: str, timeout: float) -> Graded:
-    """Grade one submission in its own folder ``work`` (a fresh kernel, its own caches)."""
+def _judge(n: str, record: dict, expected: dict, notes: list[str]) -> str:
+    """right / not quite / not answered for one record, judged on plain data in the grader's process."""
+    in_kernel = record.get("result")
+    if "got" not in record:  # a record of an older helpers: only the kernel's word
+        return in_kernel
+    got = record["got"]
+    want = expected[n] if n in expected else record.get("want")
+    if got is None:
+        ours = "not answered"
+    elif n not in expected and record.get("sealed"):
+        notes.append(f"{n}: sealed in the notebook but not in the book's check: the kernel's verdict was kept")
+        return in_kernel
+    else:  # a course object in the expected value: equal to one of the same type and repr
+        ours = "right" if same_plain(got, want, float(record.get("tol") or 1e-6)) else "not quite"
+    if ours != in_kernel:
+        notes.append(f"{n}: the check in the student's kernel said {in_kernel}, the grader's comparison of plain values "
+                     f"says {ours} (graded {ours}; read the answer cell)")
+    return ours
+
+
+def _halted_exercise(executed: dict | None) -> tuple[str | None, int | None]:
+    """Where a killed or dead kernel stopped: the exercise whose cells were running (or None), and the cell."""
+    if executed is None:
+        return None, None
+    cells = [c for c in executed["cells"] if PAPERMILL_BANNER not in c.get("metadata", {}).get("tags", [])]
+    i = next((i for i, c in enumerate(cells) if _status(c) == "running"), None)  # killed: papermill saved it so
+    if i is None:  # a dead kernel: papermill ends the run, the last cell the kernel started is where it died
+        code = [j for j, c in enumerate(cells) if c.get("cell_type") == "code"]
+        started = [j for j in code if _ran(cells[j])]
+        if not started or started[-1] == code[-1] or _error(cells[started[-1]]):
+            return None, None  # it ran to the end, or a cell raised and stopped it (``stopped`` says which)
+        i = started[-1]
+    meta = cells[i].get("metadata", {}).get(META) or {}
+    if meta.get("exercise"):
+        return meta["exercise"], i
+    for ex in exercises(dict(executed, cells=cells)):
+        if i in (ex.answer, ex.check):
+            return ex.number, i
+    return None, i
+
+
+def grade_one(path: Path, work: Path, *, device: str, timeout: float, student: str | None = None,
+              exercise_timeout: float = 120) -> Graded:
+    """Grade one submission in its own folder ``work`` (a fresh kernel, its own caches).
+
+    When the kernel dies or the notebook runs out of time inside an exercise, that exercise is marked
+    and the notebook runs again without its answer, so that one exercise costs only itself.
+    """
     from .run import execute, resolve
 
-    g = Graded(work.name, str(path))
-    try:
-        submission = load_notebook(path)
-    except CourseError:
-        g.status = "not a notebook"
-        g.notes.append("not a Jupyter notebook (.ipynb, format 4): nothing graded")
+    g = Graded(student or work.name, str(path))
+    submission, bad = read_submission(path)
+    if bad:
+        g.status, note = bad
+        g.notes.append(note)
         return g
     g.chapter = chapter_of(submission, path)
     try:
@@ -190,26 +459,54 @@ def grade_one(path: Path, work: Path, *, device: str, timeout: float) -> Graded:
         g.status = "unknown chapter"
         g.notes.append(f"cannot tell which chapter this is ({g.chapter or 'no chNN in its name or cells'})")
         return g
-    course = student_edition(load_notebook(course_path), g.chapter, course_path.name, keep_outputs=False)
-    nb, g.notes = graded_notebook(course, submission)
+    mismatch = chapter_note(submission, path)
+    book = load_notebook(course_path)
+    course = student_edition(book, g.chapter, course_path.name)
+    expected = expected_values(book)
     work.mkdir(parents=True, exist_ok=True)
-    graded = work / course_path.name
-    graded.write_text(json.dumps(nb, indent=1, ensure_ascii=False), encoding="utf-8")
+    stopped_in: dict[str, tuple[str, str, str]] = {}  # exercise -> (status, result, detail)
     t0 = time.perf_counter()
-    run = execute(graded, work / "executed" / course_path.name, device=device, scale="auto", timeout=timeout,
-                  cache=work / "cache")
+    while True:
+        nb, notes = graded_notebook(course, submission, exercise_timeout=exercise_timeout, without=set(stopped_in))
+        graded = work / course_path.name
+        graded.write_text(json.dumps(nb, indent=1, ensure_ascii=False), encoding="utf-8")
+        executed_path = work / "executed" / course_path.name
+        executed_path.unlink(missing_ok=True)
+        run = execute(graded, executed_path, device=device, scale="auto", timeout=timeout, cache=work / "cache")
+        try:
+            executed = load_notebook(executed_path)
+        except CourseError:
+            executed = None
+        halted, cell = _halted_exercise(executed) if run.status in ("timeout", "error") else (None, None)
+        if halted is None or halted in stopped_in or len(stopped_in) >= len(exercises(nb)) \
+                or time.perf_counter() - t0 > 3 * timeout:
+            break
+        died = run.status != "timeout"
+        stopped_in[halted] = ("kernel died" if died else "timeout", "error" if died else "timeout",
+                              "the kernel died while it ran" if died else f"ran past the notebook's {timeout:.0f} s")
     g.seconds = round(time.perf_counter() - t0, 1)
-    try:
-        executed = load_notebook(work / "executed" / course_path.name)
-    except CourseError:
-        executed = None
+    g.notes = ([mismatch] if mismatch else []) + notes
     if executed is None:
         g.status = "timeout" if run.status == "timeout" else "stopped"
         g.results = {ex.number: ("not run", "") for ex in exercises(nb)}
         g.notes.append(run.problems[0].splitlines()[0] if run.problems else "no executed notebook")
         return g
-    g.results, stopped = results_of(executed)
-    if run.status == "timeout":
+    g.results, stopped, more = results_of(executed, expected)
+    g.notes += more
+    for n, (status, result, detail) in stopped_in.items():
+        g.results[n] = (result, detail)
+        g.status = status
+        g.notes.append(f"{'kernel died' if status == 'kernel died' else 'timed out'} at exercise {n}: the other "
+                       "exercises were graded in a new run without its answer (read it)")
+    if run.status in ("timeout", "error") and cell is not None and halted not in stopped_in:
+        what = "timed out" if run.status == "timeout" else "kernel died"
+        g.status = "timeout" if run.status == "timeout" else "kernel died"
+        if halted:
+            g.results[halted] = ("timeout" if run.status == "timeout" else "error", f"{what} in this exercise")
+        g.notes.append(f"{what} at " + (f"exercise {halted}" if halted else f"cell {cell + 1} (a course cell)")
+                       + (f" after {timeout:.0f} s" if run.status == "timeout" else "")
+                       + ("; the cells after it did not run" if not halted else ""))
+    elif run.status == "timeout" and not stopped_in:
         g.status = "timeout"
         g.notes.append(f"timed out after {timeout:.0f} s")
     elif stopped:
@@ -222,31 +519,32 @@ GRADING_RECORD = REPO_ROOT / "helpers" / "verified" / "grading.json"  # the run 
 
 
 def grade(paths: list[str], *, out: str | Path | None = None, jobs: int = 2, timeout: float = 300,
-          device: str = "cpu", record: bool = False) -> int:
+          device: str = "cpu", record: bool = False, exercise_timeout: float = 120) -> int:
     """Grade every submission, ``jobs`` at a time; write the tables into ``out``. 0 once all have a line."""
-    files = submissions(paths)
-    out = Path(out) if out else Path(files[0]).parent / "grades"
+    found = submissions(paths)
+    first = Path(paths[0])
+    out = Path(out) if out else (first if first.is_dir() else first.parent) / "grades"
     out.mkdir(parents=True, exist_ok=True)
     names: dict[str, int] = {}
     works = []
-    for f in files:  # one working folder per submission, named after it (made unique)
-        stem = re.sub(r"[^\w.-]+", "_", f.stem)
+    for f, student in found:  # one working folder per submission, named after its student (made unique)
+        stem = re.sub(r"[^\w.-]+", "_", student)
         names[stem] = names.get(stem, 0) + 1
-        works.append(out / "work" / (stem if names[stem] == 1 else f"{stem}-{names[stem]}"))
+        works.append((f, student, out / "work" / (stem if names[stem] == 1 else f"{stem}-{names[stem]}")))
     t0 = time.perf_counter()
 
     def one(item):
-        f, work = item
+        f, student, work = item
         try:
-            g = grade_one(f, work, device=device, timeout=timeout)
+            g = grade_one(f, work, device=device, timeout=timeout, student=student, exercise_timeout=exercise_timeout)
         except Exception as exc:  # one submission must never stop the others' grading
-            g = Graded(work.name, str(f), status="grader error", notes=[f"{type(exc).__name__}: {exc}"])
+            g = Graded(student, str(f), status="grader error", notes=[f"{type(exc).__name__}: {exc}"])
         print(f"{g.student}: {g.status}, {g.right}/{len(g.results)} right" + (f" in {g.seconds} s" if g.seconds else ""),
               flush=True)
         return g
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        graded = list(pool.map(one, zip(files, works)))
+        graded = list(pool.map(one, works))
     seconds = time.perf_counter() - t0
     run = {"jobs": jobs, "timeout": timeout, "device": device, "seconds": round(seconds, 1)}
     write_tables(graded, out, run)
@@ -255,7 +553,7 @@ def grade(paths: list[str], *, out: str | Path | None = None, jobs: int = 2, tim
     if record:
         GRADING_RECORD.parent.mkdir(exist_ok=True)
         GRADING_RECORD.write_text(json.dumps(timing, indent=1) + "\n")
-    print(f"graded {len(graded)} submissions in {seconds:.0f} s: {out / 'grades.md'}")
+    print(f"graded {len(graded)} submission{'s' if len(graded) != 1 else ''} in {seconds:.0f} s: {out / 'grades.md'}")
     return 0
 
 

@@ -23,24 +23,60 @@ so every run of the course proves the solutions right.
 Under each exercise's text come the course cells it needs, then an *answer* cell (the only cell a student
 edits), the course's *check* cell and the hidden *solution* cell (cell tags `answer`, `check`, `solution`).
 
-**Student edition.** `python -m helpers student [chapters] --out DIR` (or `make student`) writes the book's
-chapters, or the chosen ones, without their solution cells; the answer and check cells lose their outputs,
-the rest keep the book's GPU outputs unless you add `--no-outputs`. Each copy runs to the end as it is (its
-checks say "not answered yet"); hand the files out or open them in Colab, whose setup cell installs the course.
+**Student edition.** `python -m helpers student [chapters] --out DIR` (or `make student`, with
+`CHAPTERS="ch05 ch06"`) writes the book's chapters, or the chosen ones, without their solution cells and
+without any output: the book's outputs can answer an exercise that asks to predict them (ch06 shows
+`seq_entries` before exercise 6.1 asks for it). `--outputs book` (`make student STUDENT_OUTPUTS=book`) keeps
+the book's outputs outside the exercises' own cells; read the chapter before you hand that out. Where a
+check cell writes its expected value out (6.1's `5`, 2.3's `"inductor"`), the copy holds only a seal of it
+(`helpers.exercises.sealed("sha256:…")`): the check still says right or not quite, the value is not in the
+file. Each copy runs to the end as it is (its checks say "not answered yet"); hand the files out or open
+them in Colab, whose setup cell installs the course from the book's repository, as the book's notebooks do.
 
-**Grading.** `python -m helpers grade FOLDER --jobs 2 --timeout 300` takes every file in the folder. It
-rebuilds each submission from the course's student edition of its chapter, keeping only the submission's
-answer cells (matched by exercise, not position; a missing one is "not answered"), and runs it on CPU in a
-fresh kernel, in its own folder with its own caches. `FOLDER/grades/grades.md` has a row per student
-(✅ right, ❌ not quite, — not answered, 💥 error, ⏹ not run) and a count per exercise; `grades.csv` (one
-row per student and exercise), `students.csv` and `exercises.csv` hold the same for a spreadsheet. A
-submission that raises, runs out of time or is not a notebook gets its line and the grader moves on; an
-edited check cell is ignored and noted. GRADING_TIME
+**Grading.** `python -m helpers grade FOLDER --jobs 2 --timeout 300` (or `make grade SUBMISSIONS=FOLDER`)
+takes every file in the folder and its subfolders (one per student, as an LMS exports them: the subfolder
+names the student). It rebuilds each submission from the course's student edition of its chapter, keeping
+only the submission's answer cells (matched by exercise, not position), and runs it on CPU in a fresh
+kernel, in its own folder with its own caches. `FOLDER/grades/grades.md` has a row per student (✅ right,
+❌ not quite, — not answered, 💥 error, ⏱ timed out, ⏹ not run, and notes) and a count per exercise;
+`grades.csv` (one row per student and exercise), `students.csv` and `exercises.csv` hold the same for a
+spreadsheet, and `work/STUDENT/executed/` the notebook as it ran. GRADING_TIME
 
-**What the grader cannot prevent.** An answer cell is arbitrary Python run in the student's kernel: it can
-rebind a name a check reads, patch `helpers`, or touch files. The grader flags answer cells that rebind a
-course name or set an attribute ("read it" in the notes), but only reading the answer settles it; run the
-grader as a user who can write nowhere but its output folder.
+**What the grader catches, and what it notes.**
+
+- *Answers are judged outside the student's notebook.* The check in the student's kernel sends the answer
+  out as plain data (numbers, text, tuples, lists, dicts, sets; any other object only as its type and
+  repr), and the grader compares it in its own process with the expected value: the one the book's check
+  cell writes out, read from the book's notebook, or, where the check computes it, the one the kernel
+  computed. An answer object whose `__eq__` always says True is an object, not a number: ❌, with the note
+  "defines `__eq__`". Where the kernel's check said otherwise than the grader, a note says so.
+- *Answer cells that reach into the course are noted* ("read it"): rebinding a name the course's cells
+  set, setting attributes (but `self.…`), writing through `vars()`, `globals()` or `__dict__`, importing
+  `sys`, `gc`, `inspect`, `ctypes`, `importlib`, `builtins`, `helpers.core` or `helpers.pipeline`, calling
+  `exec`/`eval`/`setattr`, reaching `os._exit`. Cells the grader adds around each exercise also watch the
+  course's modules while it runs and name what changed (`helpers.core.exercises._same`), or note that
+  they could not report.
+- *No silent zero.* Answers written in new cells under an exercise (or in cells that lost their tags) are
+  graded with it, and noted. An answer that loops is stopped after `--exercise-timeout` seconds (default
+  120): ⏱ for that exercise, the others graded. A kernel that dies (`os._exit`, a crash) or a notebook
+  that runs past `--timeout` inside an exercise marks that exercise, and the notebook runs again without
+  its answer so the other exercises are graded; the status says "kernel died" or "timeout" at exercise N.
+  An edited check cell is ignored (the course's runs) and noted.
+- *Files.* A file that is not a notebook ("not a notebook": a text or binary file, what it starts with)
+  and a broken notebook ("corrupted notebook": where its JSON breaks, e.g. a download cut short) get
+  different words, each in "Not graded"; a notebook whose name names another chapter than its content is
+  graded as its content says, with a note.
+
+**What the grader cannot prevent.** An answer cell is arbitrary Python run in the student's kernel, with
+your rights: run the grader as a user who can write nowhere but its output folder, on a machine with
+nothing to lose. A determined student can still write code the notes do not name (the notes are a list of
+what to read, not a verdict), forge what the kernel sends out for an exercise whose expected value the
+kernel computes, or answer from the book itself: the published book shows every solution behind a
+toggle, its download and Colab buttons give the full notebooks, and this guide prints every solution.
+Where a check computes its expected value in the notebook (e.g. exercise 3.3's `len(instructions(...))`,
+needed because the value depends on the Python or torch version), a student who runs that expression sees
+the value; the seal covers only values written out. A seal is a hash: trying answers against it is
+trying answers against the check, which the exercise allows anyway.
 """
 
 

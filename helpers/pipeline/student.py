@@ -5,8 +5,11 @@ then its code cells up to the next markdown cell: any course cells the exercise 
 function it asks about), one ``answer`` cell (only what the reader writes or edits), one ``check`` cell
 (the course's check: ``helpers.exercises.check("exercise N.k", ...)``, reading the reader's work only
 through names the answer cell defines) and one ``solution`` cell (tags ``hide-cell`` + ``solution``).
-The student edition drops the solution cells, clears the answer and check cells' outputs and stamps the
-answer and check cells with their exercise (cell metadata ``course``) so that the grader can match them.
+The student edition drops the solution cells, clears the outputs (every output by default: the book's
+outputs can answer an exercise that asks to predict them; ``keep_outputs`` keeps those outside the
+exercises), seals each expected value a check cell writes out (``seal_check``: the check compares a digest,
+the grader the value itself, read from the book's cell) and stamps the answer and check cells with their
+exercise (cell metadata ``course``) so that the grader can match them.
 """
 from __future__ import annotations
 
@@ -26,8 +29,10 @@ NOTEBOOK_META = "course_student"  # notebook metadata of a student edition: chap
 
 NOTE = """**Student edition.** The solutions are not in this copy. Write your answer to each exercise in the
 code cell right after its text (it starts with the names you set, e.g. `answer_1 = None`), run it, then run
-the check cell below it. When graded, only those answer cells are taken from your copy: every other cell,
-the checks included, is the course's own."""
+the check cell below it. When graded, only those answer cells are taken from your copy (keep your answer
+in that cell: a new cell you add is read only as a fallback, and noted): every other cell, the checks
+included, is the course's own, and answers are compared as plain values (numbers, text, tuples, lists,
+dicts, sets) outside your notebook."""
 
 
 def tags(cell) -> list[str]:
@@ -141,11 +146,76 @@ def convention_problems(nb: dict, name: str) -> list[str]:
     return problems
 
 
-def student_edition(nb: dict, chapter: str, name: str, *, keep_outputs: bool = True) -> dict:
+NO_LITERAL = object()  # a check whose expected value is computed in the notebook, not written out
+
+
+def _check_call(tree, number: str):
+    import ast
+
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and ast.unparse(node.func) == "helpers.exercises.check" and node.args
+                and isinstance(node.args[0], ast.Constant) and node.args[0].value == f"exercise {number}"):
+            return node
+    return None
+
+
+def expected_literal(source: str, number: str):
+    """The expected value a check cell writes out for exercise ``number`` (``NO_LITERAL`` if it computes it)."""
+    import ast
+
+    try:
+        call = _check_call(ast.parse(strip_magics(source)), number)
+    except SyntaxError:
+        return NO_LITERAL
+    want = _want_node(call)
+    if want is None:
+        return NO_LITERAL
+    try:
+        return ast.literal_eval(want)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return NO_LITERAL
+
+
+def _want_node(call):
+    if call is None:
+        return None
+    if len(call.args) >= 3:
+        return call.args[2]
+    return next((k.value for k in call.keywords if k.arg == "want"), None)
+
+
+def seal_check(source: str, number: str) -> str:
+    """The check cell with the expected value it writes out replaced by ``helpers.exercises.sealed(digest)``.
+
+    A computed expected value (an expression of the notebook's names) stays: it shows how the course
+    computes it, not the value. The digest is of the value's plain form (``helpers.core.exercises.digest``).
+    """
+    import ast
+
+    from ..core.exercises import digest
+
+    value = expected_literal(source, number)
+    if value is NO_LITERAL:
+        return source
+    want = _want_node(_check_call(ast.parse(strip_magics(source)), number))
+    lines = source.encode("utf-8").splitlines(keepends=True)
+    starts = [0]
+    for ln in lines:
+        starts.append(starts[-1] + len(ln))
+    raw = source.encode("utf-8")  # ast offsets are in UTF-8 bytes
+    a = starts[want.lineno - 1] + want.col_offset
+    b = starts[want.end_lineno - 1] + want.end_col_offset
+    seal = f'helpers.exercises.sealed("{digest(f"exercise {number}", value)}")'
+    return (raw[:a] + seal.encode() + raw[b:]).decode("utf-8")
+
+
+def student_edition(nb: dict, chapter: str, name: str, *, keep_outputs: bool = False) -> dict:
     """A copy of a chapter notebook without solution cells, ready to hand out.
 
-    The answer and check cells lose their outputs and are stamped with their exercise; with
-    ``keep_outputs=False`` every output goes (a blank copy to run from the top).
+    Every output goes (a blank copy to run from the top); with ``keep_outputs`` the book's outputs stay
+    but for the exercises' own cells (they may answer a "predict" exercise: the instructor's choice). The
+    answer and check cells are stamped with their exercise; a check cell's written-out expected value is
+    sealed (``seal_check``).
     """
     problems = convention_problems(nb, name)
     if problems:
@@ -153,10 +223,14 @@ def student_edition(nb: dict, chapter: str, name: str, *, keep_outputs: bool = T
     out = copy.deepcopy(nb)
     found = exercises(out)
     for ex in found:
+        for j in ex.code:  # the exercise's own cells: its answer, check and the course cells it needs
+            if out["cells"][j].get("cell_type") == "code":
+                out["cells"][j]["outputs"], out["cells"][j]["execution_count"] = [], None
         for r in ("answer", "check"):
             cell = out["cells"][getattr(ex, r)]
-            cell["outputs"], cell["execution_count"] = [], None
             cell["metadata"][META] = {"exercise": ex.number, "role": r}
+        check = out["cells"][ex.check]
+        check["source"] = seal_check(_source(check), ex.number)
     drop = {ex.solution for ex in found}
     out["cells"] = [c for i, c in enumerate(out["cells"]) if i not in drop]
     if not keep_outputs:
@@ -170,7 +244,7 @@ def student_edition(nb: dict, chapter: str, name: str, *, keep_outputs: bool = T
     return out
 
 
-def write(names: list[str], out: str | Path, *, keep_outputs: bool = True) -> list[Path]:
+def write(names: list[str], out: str | Path, *, keep_outputs: bool = False) -> list[Path]:
     """``student [chapters] --out DIR``: write the student edition of each chapter (default: the book's)."""
     from .run import CHAPTER_FILE, resolve
     from .verify import load_notebook

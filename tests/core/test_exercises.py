@@ -28,3 +28,67 @@ def test_solution_raises_when_the_books_own_answer_is_wrong():
     solution("e", 3, 3)
     with pytest.raises(AssertionError, match="solution of e is wrong"):
         solution("e", 4, 3)
+
+
+def test_an_answer_cannot_declare_itself_equal():
+    """Issue 29: an answer whose __eq__ always says True (or that fakes its __class__) is not right."""
+    from helpers.core.exercises import check
+
+    class Whatever:
+        def __eq__(self, other):
+            return True
+
+    class Faker:
+        __class__ = property(lambda self: int)
+
+        def __eq__(self, other):
+            return True
+
+    class Tricky(int):
+        def __eq__(self, other):
+            return True
+
+    for answer in (Whatever(), Faker()):
+        assert check("e", answer, 5) is False and check("e", answer, (0, 1)) is False
+    assert check("e", Tricky(4), 5) is False and check("e", Tricky(5), 5) is True  # an int is its value
+
+
+def test_plain_values_keep_their_kinds():
+    import collections
+
+    import torch
+
+    from helpers.core.exercises import plain, same_plain
+
+    assert same_plain(plain((0, True)), plain((0, 1)))  # Python's True == 1
+    assert not same_plain(plain([1, 2]), plain((1, 2)))  # a list is not a tuple, as for ==
+    assert same_plain(plain(collections.Counter(a=1)), plain({"a": 1}))
+    assert same_plain(plain(torch.Size([3, 2])), plain((3, 2))) and same_plain(plain(torch.tensor(5)), plain(5))
+    assert same_plain(plain({"L_x_", "L_y_"}), plain({"L_y_", "L_x_"}))
+    assert not same_plain(plain("4"), plain(4.0)) and not same_plain(plain(None), plain(0))
+
+
+def test_a_sealed_value_checks_without_showing_it():
+    from helpers.core.exercises import check, digest, sealed
+
+    seal = sealed(digest("exercise 6.1", 5))
+    assert "5" not in repr(seal)
+    assert check("exercise 6.1", 5, seal) is True and check("exercise 6.1", 5.0, seal) is True
+    assert check("exercise 6.1", 6, seal) is False and check("exercise 6.2", 5, sealed(digest("exercise 6.1", 5))) is False
+    assert check("e", " Inductor ", sealed(digest("e", "inductor"))) is True  # text: case and spaces as before
+    assert check("e", {"L_x_", "L_y_"}, sealed(digest("e", {"L_y_", "L_x_"}))) is True
+    assert check("e", 0.1 + 0.2, sealed(digest("e", 0.3))) is True
+
+
+def test_the_record_carries_plain_values_for_the_grader(monkeypatch):
+    import IPython.display
+
+    from helpers.core import exercises
+
+    shown = []
+    monkeypatch.setattr("IPython.get_ipython", lambda: object())
+    monkeypatch.setattr(IPython.display, "display", lambda *a, **k: shown.append(k["metadata"]))
+    exercises.check("exercise 9.9", (1, [2]), (1, [2]))
+    record = shown[0][exercises.RECORD_KEY]
+    assert record["got"] == record["want"] == {"tuple": [{"num": 1}, {"list": [{"num": 2}]}]}
+    assert record["result"] == "right" and record["sealed"] is False

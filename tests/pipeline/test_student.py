@@ -7,8 +7,8 @@ import sys
 import pytest
 from conftest import ROOT, make_notebook
 
-from helpers.pipeline.student import (NOTEBOOK_META, book_chapters, convention_problems, defined_names, exercises,
-                                      role, strip_magics, student_edition)
+from helpers.pipeline.student import (NO_LITERAL, NOTEBOOK_META, book_chapters, convention_problems, defined_names,
+                                      exercises, expected_literal, role, seal_check, strip_magics, student_edition)
 from helpers.pipeline.verify import _source, load_notebook
 
 BOOK = {p.stem[:4]: p for p in book_chapters()}
@@ -101,3 +101,64 @@ def test_student_command_writes_the_chosen_chapters_without_outputs(tmp_path):
     nb = load_notebook(tmp_path / BOOK["ch05"].name)
     assert [c for c in nb["cells"] if c["cell_type"] == "code" and c["outputs"]] == []
     assert "Student edition" in _source(nb["cells"][1])
+
+
+@pytest.mark.parametrize("chapter", list(BOOK))
+def test_no_expected_value_is_written_in_a_student_check_cell(chapter):
+    """Issue 29: a check cell's written-out answer (6.1's `5`, 2.3's "inductor") is sealed in the copy handed out,
+    and the sealed check still says right to the book's own solution value."""
+    from helpers.core.exercises import _same
+
+    book, student = edition(chapter)
+    for ex_b, ex_s in zip(exercises(book), exercises(student)):
+        src = _source(student["cells"][ex_s.check])
+        assert expected_literal(src, ex_s.number) is NO_LITERAL, src
+        value = expected_literal(_source(book["cells"][ex_b.check]), ex_b.number)
+        if value is not NO_LITERAL:
+            assert "helpers.exercises.sealed(" in src
+            namespace = {"helpers": __import__("helpers")}
+            sealed = eval(src[src.index("helpers.exercises.sealed("):].split(")")[0] + ")", namespace)
+            assert _same(value, sealed, 1e-6, f"exercise {ex_b.number}")
+
+
+def test_sealing_keeps_the_rest_of_the_check_cell():
+    src = 'x = 1\nhelpers.exercises.check("exercise 4.1", answer_1, 10, hint="one → two")\n'
+    sealed = seal_check(src, "4.1")
+    assert sealed.startswith('x = 1\nhelpers.exercises.check("exercise 4.1", answer_1, helpers.exercises.sealed("sha256:')
+    assert sealed.endswith('"), hint="one → two")\n')
+    computed = 'helpers.exercises.check("exercise 3.3", answer_3, len(instructions(k)))'
+    assert seal_check(computed, "3.3") == computed  # computed in the notebook: the value is not in the cell
+
+
+def test_the_default_student_edition_carries_no_output_that_answers_a_prediction():
+    """Issue 29: ch06's `seq_entries = 5 entries [✓ == 5]` answers "predict" exercise 6.1 before it."""
+    book = load_notebook(BOOK["ch06"])
+    assert "seq_entries = 5" in json.dumps(book)  # the book shows it (the H200 run)
+    student = student_edition(book, "ch06", BOOK["ch06"].name)
+    assert [c for c in student["cells"] if c["cell_type"] == "code" and c["outputs"]] == []
+    kept = student_edition(load_notebook(BOOK["ch06"]), "ch06", BOOK["ch06"].name, keep_outputs=True)
+    assert any(c["outputs"] for c in kept["cells"] if c["cell_type"] == "code")  # the instructor's choice
+    for ex in exercises(kept):
+        assert all(kept["cells"][j].get("outputs") in ([], None) for j in ex.code)
+
+
+def test_the_student_edition_installs_the_course_like_the_book():
+    """Issue 29 (the Colab student): the copy keeps the book's setup cell, which installs the course from its
+    repository when helpers is missing, and uses only helpers.exercises names that the installed course has."""
+    import helpers
+
+    book, student = edition("ch06")
+    setup = next(_source(c) for c in book["cells"] if "%pip install" in _source(c))
+    assert "git+https://github.com/" in setup and setup in [_source(c) for c in student["cells"]]
+    assert callable(helpers.exercises.sealed) and callable(helpers.exercises.check)
+
+
+def test_student_command_chooses_whether_the_books_outputs_go_along(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "helpers", "student", "ch06", "--out", str(tmp_path / "a")],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "seq_entries = 5" not in (tmp_path / "a" / BOOK["ch06"].name).read_text()
+    proc = subprocess.run([sys.executable, "-m", "helpers", "student", "ch06", "--out", str(tmp_path / "b"),
+                           "--outputs", "book"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "seq_entries = 5" in (tmp_path / "b" / BOOK["ch06"].name).read_text()
