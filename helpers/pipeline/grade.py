@@ -226,6 +226,11 @@ def touches(answer: str, course_names: set[str], allowed: set[str]) -> list[str]
                 m in SUSPECT_IMPORTS or m.startswith(tuple(f"{s}." for s in SUSPECT_IMPORTS)))]
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in ("__eq__", "__ne__", "__hash__"):
             out.append(f"defines {node.name} (an answer that decides its own equality?)")
+        elif isinstance(node, ast.ClassDef) and any(
+                (isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name in ("__class__", "__instancecheck__"))
+                or (isinstance(b, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__class__" for t in b.targets))
+                for b in node.body):
+            out.append(f"fakes __class__ in class {node.name} (an answer that passes for another type?)")
     return list(dict.fromkeys(out))
 
 
@@ -301,6 +306,9 @@ def graded_notebook(course: dict, submission: dict, *, exercise_timeout: float =
         inserts.setdefault(ex.answer, []).append(_grader_cell(ex.number, "begin", _audit_call("begin", ex.number, exercise_timeout)))
         inserts.setdefault(ex.answer + 1, []).append(_grader_cell(ex.number, "between", _audit_call("between", ex.number)))
         inserts.setdefault(ex.check + 1, []).append(_grader_cell(ex.number, "end", _audit_call("end", ex.number)))
+    if any(role(c) == "solution" for c in submission["cells"]):
+        notes.append("the submission holds the book's solution cells (the full notebook, not the student edition): "
+                     "they were not run; only its answer cells count")
     cells = []
     for i, cell in enumerate(nb["cells"]):
         cells += inserts.get(i, [])

@@ -169,6 +169,8 @@ def test_rebinds_flags_course_names_and_attribute_writes():
     assert touches('vars(helpers.core.exercises)["_same"] = len', course_names, set()) == [
         "sets vars(helpers.core.exercises)['_same']", "calls vars()"]
     assert touches("import os\nos._exit(1)", course_names, set()) == ["reaches os._exit"]
+    assert touches("class F:\n    __class__ = property(lambda s: int)\nanswer_1 = F()", course_names, {"answer_1", "F"}) == [
+        "fakes __class__ in class F (an answer that passes for another type?)"]
     assert set(touches("import sys\nsys.modules['helpers'].x = 1", course_names, set())) == {
         "imports sys", "sets sys.modules['helpers'].x", "reaches sys.modules"}
 
@@ -248,6 +250,8 @@ def test_answers_in_new_cells_or_cells_that_lost_their_tags_are_graded_and_noted
     assert got["5.1"].endswith("answer_1 = 3") and got["5.1"].startswith("answer_1 = None")
     assert notes == ["5.1: answer found outside the answer cell (1 cell(s) of the student's own under the exercise): "
                      "graded together with it"]
+    book = load_notebook(CH05)  # hank hands in the book's notebook, solutions and all
+    assert "the submission holds the book's solution cells" in graded_notebook(course(), book)[1][-1]
     omar = course()
     for cell in omar["cells"]:
         cell["metadata"] = {}

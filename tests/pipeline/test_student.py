@@ -162,3 +162,30 @@ def test_student_command_chooses_whether_the_books_outputs_go_along(tmp_path):
                            "--outputs", "book"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "seq_entries = 5" in (tmp_path / "b" / BOOK["ch06"].name).read_text()
+
+
+def test_exercise_1_1s_check_is_not_fooled_by_an_always_equal_prediction(capsys):
+    """Issue 29: the one check that compared an answer with == inside its judge (1.1's prediction)."""
+    import warnings
+
+    import torch
+
+    import helpers
+
+    book = load_notebook(BOOK["ch01"])
+    ex = next(e for e in exercises(book) if e.number == "1.1")
+    course_cell = next(_source(book["cells"][j]) for j in ex.code if "def clip_or_shift" in _source(book["cells"][j]))
+
+    class Whatever:
+        def __eq__(self, other):
+            return True
+
+    for matches, verdict in ((Whatever(), "not quite"), (False, "right")):
+        namespace = {"torch": torch, "helpers": helpers, "__name__": "ch01_check"}
+        exec(course_cell, namespace)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            namespace["traced_1"] = torch.jit.trace(namespace["clip_or_shift"], namespace["example"])
+        namespace["matches_1"] = matches
+        exec(_source(book["cells"][ex.check]), namespace)
+        assert verdict in capsys.readouterr().out
