@@ -344,6 +344,7 @@ class ModeSummary:
     backward_outputs: list = field(default_factory=list)
     saved: list = field(default_factory=list)
     out_requires_grad: bool = False
+    forward_ops: list = field(default_factory=list)
 
 
 def mode_summary(fn, x, w, *, x_requires_grad: bool, w_requires_grad: bool, no_grad: bool) -> ModeSummary:
@@ -356,7 +357,50 @@ def mode_summary(fn, x, w, *, x_requires_grad: bool, w_requires_grad: bool, no_g
     with ctx:
         cap = capture_aot(fn, x, w)
     return ModeSummary(cap.training, cap.forward_inputs(), cap.forward_outputs(), cap.backward_outputs(),
-                       cap.saved(), bool(getattr(cap.result, "requires_grad", False)))
+                       cap.saved(), bool(getattr(cap.result, "requires_grad", False)), cap.ops("forward"))
+
+
+# ---- what an ahead-of-time backward cannot do (ch12) ------------------------------------------------
+
+def backward_limits(fn, x, w, *, backend: str = "aot_eager") -> dict:
+    """Three ways of calling backward on a region compiled with ``backend`` (each from a fresh compile, with the
+    compile caches off so that no cached entry carries an earlier run's choices), as the first line of the
+    error each raised, or ``"none"`` (ch12):
+
+    - ``"double backward"``: ``torch.autograd.grad(out, w, create_graph=True)``, then ``backward()`` of it;
+    - ``"retain after plain"``: a plain ``backward()``, then on a new call ``backward(retain_graph=True)``;
+    - ``"retain first"``: ``backward(retain_graph=True)`` first, then the same again on a new call.
+    """
+    import torch
+
+    config = private("torch._inductor.config")
+    w = w.detach().clone().requires_grad_(True)
+
+    def first_line(thunk):
+        try:
+            thunk()
+        except RuntimeError as err:
+            return (str(err).strip().splitlines() or [""])[0]
+        finally:
+            w.grad = None
+        return "none"
+
+    def fresh():
+        clear_compile_state()
+        return torch.compile(fn, backend=backend)
+
+    out = {}
+    with config.patch(force_disable_caches=True):
+        cf = fresh()
+        out["double backward"] = first_line(
+            lambda: torch.autograd.grad(cf(x, w), w, create_graph=True)[0].sum().backward())
+        cf = fresh()
+        cf(x, w).backward()
+        out["retain after plain"] = first_line(lambda: cf(x, w).backward(retain_graph=True))
+        cf = fresh()
+        cf(x, w).backward(retain_graph=True)
+        out["retain first"] = first_line(lambda: cf(x, w).backward(retain_graph=True))
+    return out
 
 
 # ---- exercise checks (ch12) -------------------------------------------------------------------------
