@@ -185,6 +185,13 @@ def _same(got, want, tol: float, name: str = "") -> bool:
     return same_plain(plain(got), pw, tol)
 
 
+def equal(got, want, *, tol: float = 1e-6) -> bool:
+    """Whether a reader's value equals the course's as ``check`` judges it (plain values, never the reader's
+    ``__eq__``): for the station helpers that compare what a reader's function returns (``fn(n) == want``
+    would let an always-equal object through)."""
+    return _same(got, want, tol)
+
+
 def check(name: str, got, want, *, tol: float = 1e-6, hint: str = "") -> bool | None:
     """Print whether the reader's answer is right; None (and a nudge) while it is still ``None``."""
     if got is None:

@@ -92,3 +92,17 @@ def test_the_record_carries_plain_values_for_the_grader(monkeypatch):
     record = shown[0][exercises.RECORD_KEY]
     assert record["got"] == record["want"] == {"tuple": [{"num": 1}, {"list": [{"num": 2}]}]}
     assert record["result"] == "right" and record["sealed"] is False
+
+
+def test_equal_is_checks_comparison_for_station_helpers():
+    from helpers.core.exercises import equal
+
+    class Whatever:
+        def __eq__(self, other):
+            return True
+
+        def __iter__(self):
+            return iter([Whatever(), Whatever()])
+
+    assert equal((3, 5), (3, 5)) and equal(8.0, 8) and not equal(tuple(Whatever()), (3, 5))
+    assert not equal([Whatever()] * 8, [1] * 8)
