@@ -15,7 +15,8 @@ Private names, reached through ``helpers.core.private.private`` (all exist on to
 ``torch._inductor.config``, ``torch._inductor.list_mode_options``,
 ``torch._inductor.template_heuristics.triton.CUDAConfigHeuristic`` (the Triton GEMM configs), the hook
 ``collect_code`` uses (``GraphLowering.save_output_code``) and
-``torch._inductor.runtime.coordinate_descent_tuner.CoordescTuner``.
+``torch._inductor.runtime.coordinate_descent_tuner.CoordescTuner``; ``reduction_candidates`` calls
+``triton_heuristics.reduction`` with ``torch._inductor.runtime.hints.ReductionHint``.
 """
 from __future__ import annotations
 
@@ -618,6 +619,28 @@ def triton_mm_configs(m: int, n: int, k: int) -> list[tuple[int, int, int, int, 
     return list(seen)
 
 
+@private_step("triton_heuristics.reduction (called with return_configs=True)")
+def reduction_candidates(xnumel: int, rnumel: int, *, max_autotune: bool) -> list[dict]:
+    """The launch configs ``triton_heuristics.reduction`` hands a looped INNER reduction's autotuner (ch23).
+
+    ``xnumel`` rows of ``rnumel`` elements (sizes rounded up to powers of two, as Inductor's decorator does),
+    for an H200's properties, with ``max_autotune`` on or off in the kernel's ``inductor_meta``;
+    ``return_configs=True``, so nothing is compiled and this runs without a GPU or triton (the stand-in config
+    class of ch21's ``helpers.inductor.triton_kernels``). Returns ``{"XBLOCK": …, "R0_BLOCK": …, "num_warps": …}``
+    per config.
+    """
+    from .triton_kernels import H200, _config_class, _heuristics
+
+    hint = private("torch._inductor.runtime.hints.ReductionHint").INNER
+    size_hints = {"x": _next_power_of_2(xnumel), "r0_": _next_power_of_2(rnumel)}
+    triton_meta = {"device": H200.properties(),
+                   "signature": {"in_ptr0": "*fp16", "out_ptr0": "*fp16", "xnumel": "i32", "r0_numel": "i32"}}
+    with _config_class():
+        configs = _heuristics().reduction(size_hints, reduction_hint=hint, triton_meta=triton_meta,
+                                          inductor_meta={"max_autotune": bool(max_autotune)}, return_configs=True)
+    return [{**dict(c.kwargs), "num_warps": int(c.num_warps)} for c in configs]
+
+
 def mode_options(mode: str) -> dict:
     """The ``torch._inductor.config`` settings a ``torch.compile`` mode switches on (``list_mode_options``) (ch23)."""
     return dict(private("torch._inductor.list_mode_options")(mode))
@@ -691,6 +714,23 @@ def worded(name: str, make, figures: list[str],
         text, sources = make(*values), figures
     words(name, text, from_figures=sources)
     return text
+
+
+def replay_all(names, placeholder: str = "(not in the book's published GPU run yet)") -> dict:
+    """``helpers.replay`` each GPU figure; one the published run lacks is glued as ``placeholder`` words (ch23).
+
+    The prose cites these names; a run without a GPU, before the book's GPU run has them, then still has every
+    glue the text needs, and says why the value is missing. Returns ``{name: value or None}``.
+    """
+    from ..core.figures import RECORDED, words
+    from ..core.numbers import replay
+
+    out = {}
+    for name in names:
+        out[name] = replay(name)
+        if out[name] is None:
+            words(name, placeholder, from_figures=list(RECORDED)[:1])
+    return out
 
 
 def winner_phrase(name: str) -> str:

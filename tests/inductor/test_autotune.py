@@ -14,6 +14,7 @@ from helpers.inductor.autotune import (
     kernel_family,
     mode_options,
     parse_description,
+    reduction_candidates,
     template_shared_memory,
     tflops,
     tile_cost,
@@ -126,3 +127,12 @@ def test_phrases():
     assert winner_phrase("triton_mm_17") == "a Triton template, triton_mm_17" and winner_phrase("mm") == "the ATen call, mm"
     assert [speed_word(r) for r in (1.2, 1.0, 0.8)] == ["faster", "about as fast", "slower"]
     assert glued("no_such_figure_anywhere") is None
+
+
+def test_max_autotune_widens_the_reduction_configs():
+    # the default heuristic keeps one config for a 2048 x 2048 INNER reduction; max_autotune keeps the whole list
+    # ("Do not filter configs when tuning"), so the autotuner has several to benchmark
+    default = reduction_candidates(2048, 2048, max_autotune=False)
+    tuned = reduction_candidates(2048, 2048, max_autotune=True)
+    assert len(default) == 1 and len(tuned) > 1 and default[0] in tuned
+    assert set(default[0]) == {"XBLOCK", "R0_BLOCK", "num_warps"}
