@@ -293,34 +293,39 @@ def mark_static(t):
 
 @dataclass
 class Compiled:
-    """What compiling and calling a function as reduce-overhead gave: graphs, skips, and the logs (ch25)."""
+    """What compiling and calling a function as reduce-overhead gave: graphs, skips, breaks (ch25)."""
 
     graphs: int                                   # graphs Dynamo compiled (a graph break makes two)
     skips: int                                    # counters["inductor"]["cudagraph_skips"]'s growth
     skip_messages: list = field(default_factory=list)   # the cudagraphs log's skip messages (CUDA graphs only)
-    breaks: list = field(default_factory=list)          # Dynamo's graph-break warnings (their first lines)
+    breaks: list = field(default_factory=list)          # the graph breaks' reasons (first lines)
 
 
 def compiled_graphs(fn, *args, mode: str = "reduce-overhead", calls: int = 3, **dynamo_settings) -> Compiled:
     """Compile ``fn`` (``mode``), call it ``calls`` times, and say what happened (ch25).
 
     ``dynamo_settings`` are ``torch._dynamo.config`` settings for the block (e.g. ``capture_scalar_outputs``).
-    The graph count is the growth of ``counters["stats"]["unique_graphs"]``. Use a function not compiled
-    before with the same mode: Dynamo would reuse its entry (its config settings are not guarded). Runs on
-    any device; on a CPU there are no CUDA graphs (the skip count then counts the CPU graphs, with no message).
+    The graph count is the growth of ``counters["stats"]["unique_graphs"]``; the breaks are the reasons that
+    ``counters["graph_break"]`` gained (Dynamo's ``add_to_stats("graph_break")``; its warning for ``.item()``
+    is logged once per process, the counter counts every break). Use a function not compiled before with the
+    same mode: Dynamo would reuse its entry (its config settings are not guarded). Runs on any device; on a
+    CPU there are no CUDA graphs (the skip count then counts the CPU graphs, with no message).
     """
+    import logging
+
     import torch
 
-    stats = private("torch._dynamo.utils.counters")["stats"]
+    counters = private("torch._dynamo.utils.counters")
+    stats, breaks_seen = counters["stats"], counters["graph_break"]
     config = private("torch._dynamo.config")
-    before = stats["unique_graphs"]
+    before, breaks_before = stats["unique_graphs"], dict(breaks_seen)
     compiled = torch.compile(fn, mode=mode)
     with config.patch(**dynamo_settings), skip_log() as log, warnings.catch_warnings(), \
-            capture_logs(loggers=("torch._dynamo.variables.tensor", "torch._dynamo.symbolic_convert")) as logs:
+            capture_logs(loggers=("torch._dynamo.variables.tensor",), level=logging.CRITICAL):
         warnings.simplefilter("ignore")
         for _ in range(calls):
             compiled(*args)
-    breaks = [m.splitlines()[0] for m in logs.messages() if "Graph break" in m]
+    breaks = [reason.splitlines()[0] for reason, n in breaks_seen.items() if n > breaks_before.get(reason, 0)]
     return Compiled(stats["unique_graphs"] - before, log.count, log.messages, breaks)
 
 
