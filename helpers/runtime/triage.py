@@ -43,6 +43,8 @@ from .bet import CompileBet
 from .compile_time import compile_times
 from .cudagraphs import LaunchBudget, eager_ops, skip_log, skip_reason
 from .recompiles import CURES, classify
+from .triage_checks import (SHAPE_CURES, CallWatch, autograd_under_cudagraphs, changing_state, chapter_url,
+                            grad_state, isa_probe_time, purity, random_modules, shape_cause)
 
 #: The chapter (file name in chapters/) that explains each finding.
 CHAPTERS = {
@@ -66,7 +68,8 @@ CHAPTERS = {
 }
 
 #: Which chapter explains each root cause ``classify`` names (the cure is chapter 26's in every case).
-CAUSE_CHAPTER = {"rank": "shapes", "0/1 size": "shapes", "shape": "shapes"}
+CAUSE_CHAPTER = {"rank": "shapes", "0/1 size": "shapes", "shape": "shapes", "branch": "shapes",
+                 "size mismatch": "shapes"}
 
 #: The ladder of chapter 2: each rung adds one station to the one before.
 LADDER = [("eager", "Dynamo (capturing the graph)"), ("aot_eager", "AOTAutograd"),
@@ -183,11 +186,13 @@ class Report:
         for f in out["findings"]:
             for line in f["lines"]:
                 line["chapter"] = CHAPTERS.get(line["chapter"])
+                line["url"] = chapter_url(line["chapter"]) if line["chapter"] else None
         out["exit_code"] = self.exit_code
         return out
 
     def markdown(self, base: str | os.PathLike | None = None) -> str:
-        """The report as Markdown; chapter names link to ``chapters/<name>.ipynb`` relative to ``base``."""
+        """The report as Markdown; chapter names link to the book's page, and to ``chapters/<name>.ipynb``
+        relative to ``base`` as a fallback when ``base`` is given."""
         s = self.settings
         lines = [f"# torch.compile triage: `{self.target}`", ""]
         if self.model:
@@ -199,7 +204,9 @@ class Report:
             where = (f"{e['device_name']} ({e['device_class']})" if e["device"] == "cuda" else
                      f"CPU ({e['cpu_count']} cores: {e['device_name']}; torch on {e['threads']} "
                      f"thread{'s' if e['threads'] != 1 else ''})")
-            lines.append(f"- machine: {where}; torch {e['torch']}, python {e['python']}; {self.seconds:.1f} s of triage")
+            lines.append(f"- machine: {where}; torch {e['torch']}, python {e['python']}")
+        lines.append(f"- the triage itself took {self.seconds:.1f} s (wall time: loading, eager checks, compiling, "
+                     "timing, variants)")
         if self.error and self.error["kind"] != "compile":
             lines += ["", "The triage stopped before compiling anything:", ""]
         else:
@@ -220,12 +227,17 @@ class Report:
 
 
 def _chapter_link(name: str, base) -> str:
+    """The chapter's page in the published book, then the local notebook (relative to ``base``) as a fallback."""
+    url = chapter_url(name)
     path = REPO_ROOT / "chapters" / f"{name}.ipynb"
-    if base is None or not path.exists():
-        return name
-    base = Path(base).resolve()
-    inside = base == REPO_ROOT or REPO_ROOT in base.parents
-    return f"[{name}]({Path(os.path.relpath(path, base)).as_posix() if inside else path.as_posix()})"
+    local = ""
+    if base is not None and path.exists():
+        base = Path(base).resolve()
+        inside = base == REPO_ROOT or REPO_ROOT in base.parents
+        local = Path(os.path.relpath(path, base)).as_posix() if inside else path.as_posix()
+    if url:
+        return f"[{name}]({url})" + (f", [local copy]({local})" if local else "")
+    return f"[{name}]({local})" if local else name
 
 
 # ---------------------------------------------------------------------------------------------- loading
@@ -463,6 +475,8 @@ def triage(path, function: str = "example", *, backend: str = "inductor", mode: 
         with grad:
             pristine = example.copy()  # the eager reference and the first compiled call start from these values
             eager_out = _check_inputs(model, pristine.copy(), variants, Path(path))
+            report.data["eager_purity"] = _purity(model, pristine)
+            report.data["random_modules"] = random_modules(model)
             _compile_and_measure(report, model, example, variants, eager_out, dev, Path(path), pristine)
     except TriageError as exc:
         report.error = {"kind": exc.kind, "message": exc.message, "where": exc.where, "detail": exc.detail}
@@ -487,6 +501,18 @@ def triage(path, function: str = "example", *, backend: str = "inductor", mode: 
 
 _ERROR_TITLES = {"file": "The file", "import": "Importing the file", "function": "The function",
                  "inputs": "The inputs", "compile": "The compile settings"}
+
+
+def _purity(model, pristine: Call) -> str:
+    """"pure", "random" or "state": does eager give the same output twice on the same inputs (and seed)?"""
+    def same(a, b) -> bool:
+        d = _max_difference(a, b)
+        return d is None or d[0] <= d[1] * 1e-3  # eager against itself: bitwise, up to a rounding
+
+    try:
+        return purity(model, lambda: pristine.copy().run(model), same)
+    except Exception:  # noqa: BLE001 - the inputs were checked already; a model that fails now is left alone
+        return "unknown"
 
 
 def _check_inputs(model, example: Call, variants: list[Call], path: Path):
@@ -530,13 +556,18 @@ def _compile_and_measure(report: Report, model, example: Call, variants: list[Ca
             breaks_log = stack.enter_context(capture_logs("graph_breaks"))
             code = stack.enter_context(collect_code()) if inductor else None
             skips = stack.enter_context(skip_log()) if s["mode"] == "reduce-overhead" and inductor else None
+            watch = stack.enter_context(CallWatch(converted))  # every compiled call, phase by phase
             # the first call: compile + one run
             error = None
-            with compile_times() as times:  # the first call's compile alone (a variant's recompile is timed apart)
+            with compile_times() as times, isa_probe_time() as probes, \
+                    watch.phase("the first call", pristine.describe()):
+                # the first call's compile alone (a variant's recompile is timed apart)
                 try:
                     first_out, first_s = _timed(lambda: pristine.run(compiled), dev)
                 except Exception as exc:  # noqa: BLE001 - the compiler's error is the finding
                     error = exc
+            data["one_time_s"] = {"isa_probe": probes["isa_probe"], "header": probes["header"],
+                                  "cache_dir": probes["cache_dir"]}
             stats = read_counters(None, [c.co_name for c in converted])
             breaks = break_records(breaks_log.messages("graph_breaks"))
             data["graphs"], data["frames"] = stats.graphs, stats.frame_names
@@ -560,24 +591,38 @@ def _compile_and_measure(report: Report, model, example: Call, variants: list[Ca
                                       "miss": int(inductor_counts.get("fxgraph_cache_miss", 0))}
             data["first_call_s"] = first_s
             data["max_abs_difference"], data["tolerance"] = _max_difference(first_out, eager_out) or (None, None)
+            data["grad"] = grad_state(model, first_out)
+            del first_out
             # steady state, before any variant can add a more general graph
-            steady = _steady(model, compiled, example, dev, s["rounds"], s["repeats"])
+            count = [0]
+
+            def counted():
+                count[0] += 1
+                return example.run(compiled)
+
+            with watch.phase("the steady timing", example.describe(), calls=None) as steady_phase:
+                steady = _steady(model, counted, example, dev, s["rounds"], s["repeats"])
+            steady_phase.calls = count[0]
             data.update(steady)
             # the variants, one by one
             rows = []
             for i, call in enumerate(variants, 1):
-                before = len(converted)
                 failed, t = "", 0.0
-                with recompile_log() as rlog:
+                with watch.phase(f"variant {i}", call.describe()) as ph:
                     try:
                         _, t = _timed(lambda: call.run(compiled), dev)
                     except Exception as exc:  # noqa: BLE001 - a recompile that fails is this variant's finding
                         failed = _error_text(exc)
                 rows.append({"variant": i, "inputs": call.describe(), "seconds": t,
-                             "compiled": len(converted) > before, "recompiles": rlog.count,
-                             "reason": rlog.first_reason(0) if rlog.count else "", "limit_hit": rlog.limit_hit,
-                             "error": failed})
+                             "compiled": ph.compiles > 0, "recompiles": ph.recompiles,
+                             "reason": ph.reasons[0] if ph.reasons else "",
+                             "raw_reason": ph.raw_reasons[0] if ph.raw_reasons else "",
+                             "limit_hit": bool(ph.limit), "hits": ph.hits, "misses": ph.misses,
+                             "eager_runs": ph.eager_runs, "error": failed})
             data["variants"] = rows
+            data["phases"] = [asdict(p) | {"eager_runs": p.eager_runs} for p in watch.phases]
+            data["calls"] = watch.totals()
+            data["guard_hook"] = watch.hook_ok
         data["stations_s"] = times.stations(total=data["first_call_s"])
         data["guards"] = guards
         data["printed_lines"] = len(printed.getvalue().splitlines())
@@ -602,8 +647,11 @@ def _compile_and_measure(report: Report, model, example: Call, variants: list[Ca
 
 
 def _steady(model, compiled, call: Call, dev: str, rounds: int, repeats: int) -> dict:
-    """Eager vs compiled per call, in alternating rounds: this thread's CPU time on a CPU; wall and GPU time on a GPU."""
-    contenders = {"eager": lambda: call.run(model), "compiled": lambda: call.run(compiled)}
+    """Eager vs compiled per call, in alternating rounds: this thread's CPU time on a CPU; wall and GPU time on a GPU.
+
+    ``compiled`` is a thunk that calls the compiled model on ``call``'s inputs.
+    """
+    contenders = {"eager": lambda: call.run(model), "compiled": compiled}
     wall = timing.interleaved(contenders, rounds=rounds, repeats=repeats, device=dev)
     out = {"eager_s": wall["eager"].median, "compiled_s": wall["compiled"].median, "clock": wall["eager"].what}
     # the compile bet sets a compile's wall time against the time saved per call: on one clock, the wall
@@ -715,6 +763,24 @@ def _findings(report: Report, breaks: list[BreakRecord], dev: str, path: Path) -
     elif diff <= tol:
         res.add(f"yes: compiled with backend {s['backend']!r}; the first compiled call matches eager "
                 f"(largest difference {diff:.2g}; the tolerance is {tol:.2g})", "result")
+    elif d.get("eager_purity") == "random":
+        res.status = "note"
+        mods = d.get("random_modules") or []
+        res.add(f"the first compiled call differs from eager by up to {diff:.3g}, by design: the model draws random "
+                "numbers" + (f" ({len(mods)} module(s) in training mode: {', '.join(mods[:6])}"
+                             + (", ..." if len(mods) > 6 else "") + ")" if mods else " in its forward")
+                + ", and eager called twice on the same inputs differs too, but not when the seed is the same. "
+                "Compiled code draws its own random numbers (Inductor's are not eager's, even from one seed), so "
+                "the outputs cannot match; to compare them, triage the model in eval mode (model.eval()) or "
+                "with the randomness off (p=0)", "result")
+    elif d.get("eager_purity") == "state":
+        res.status = "note"
+        res.add(f"the first compiled call differs from eager by up to {diff:.3g}, but eager itself gives another "
+                "output when called again on the same inputs, even with the same seed: the model changes state "
+                "between calls (a counter, a step number, a cache), so the eager and the compiled call computed "
+                "different things and this difference says nothing about the compiler. Section 3 shows what the "
+                "changing state costs; make the output a function of the inputs and run the triage again",
+                "result")
     else:
         res.status = "problem"
         res.add(f"it compiles, but the first compiled call differs from eager by up to {diff:.3g} (more than "
@@ -729,16 +795,18 @@ def _findings(report: Report, breaks: list[BreakRecord], dev: str, path: Path) -
                 "inside compiled code is a graph break)", "graph_breaks")
     out.append(res)
     out.append(_breaks_finding(breaks, d["graphs"], path))
-    out.append(_recompiles_finding(d))
+    out.append(_recompiles_finding(d, path))
     out.append(_guards_finding(d))
-    out.append(_compile_time_finding(d, s))
+    out.append(_compile_time_finding(d, s, dev))
     out.append(_steady_finding(d, dev))
     out.append(_cudagraphs_finding(d, s, dev))
     out.append(_kernels_finding(d, s))
     recompiled = _recompiled(d["variants"])
     # every time in the bet is wall time: the first call's (compile and run) and the steady calls'
     eager, compiled = d["eager_wall_s"], d["compiled_wall_s"]
-    compile_s = max(d["first_call_s"] - compiled, 0.0)
+    one_time = d.get("one_time_s") or {}
+    once_s = one_time.get("isa_probe", 0.0) + one_time.get("header", 0.0)  # paid once per cache folder, not per compile
+    compile_s = max(d["first_call_s"] - compiled - once_s, 0.0)
     recompile_s = (sum(r["seconds"] for r in recompiled) / len(recompiled)) if recompiled else None
     bet = CompileBet(compile_s, eager, compiled, len(recompiled), recompile_s)
     d["bet"] = {"clock": "wall", "compile_s": compile_s, "eager_s": eager, "compiled_s": compiled,
@@ -754,11 +822,66 @@ def _findings(report: Report, breaks: list[BreakRecord], dev: str, path: Path) -
     report.bet = f"{bet.verdict(s['calls'])} ({why})"
 
 
-def _recompiles_finding(d: dict) -> Finding:
+def _cause(row: dict, path) -> tuple[str, str]:
+    """(cause, where) of one variant's recompile: chapter 26's classes, a shape one refined (branch, 0/1, mismatch)."""
+    cause = classify(row["reason"])
+    if cause in ("shape", "0/1 size"):
+        refined, where = shape_cause(row.get("raw_reason") or row["reason"], path)
+        if refined:
+            return refined, where
+    return cause, ""
+
+
+def _state_cure(name: str) -> str:
+    if name.startswith("self."):
+        return (f"an int attribute of an nn.Module is a constant to Dynamo: make `{name}` a tensor buffer updated in "
+                "place (register_buffer, then add_(1)), or set torch._dynamo.config.allow_unspec_int_on_nn_module "
+                "= True so the int becomes dynamic after one recompile")
+    return (f"a Python global is a constant to Dynamo: keep `{name}` out of the compiled code (update it outside, "
+            "pass what the graph needs as a tensor or an argument; an int argument becomes dynamic after one "
+            "recompile), or hold it in a tensor updated in place")
+
+
+def _recompiles_finding(d: dict, path=None) -> Finding:
     rows = d["variants"]
-    f = Finding("recompiles", "Recompiles over the input variants", "ok")
+    phases = {p["name"]: p for p in d.get("phases", [])}
+    tot = d.get("calls")
+    f = Finding("recompiles", "Recompiles over every call the triage made", "ok")
+    steady = phases.get("the steady timing")
+    limit_n = None
+    with contextlib.suppress(CourseError):
+        limit_n = dynamo_setting("recompile_limit")
+    if tot:
+        f.add(f"the triage called the compiled model {tot['calls']} time(s) (the first call, "
+              f"{steady['calls'] if steady else 0} in the steady timing on the same inputs, {len(rows)} variant(s)): "
+              f"{tot['compiles']} frame compile(s), of which {tot['recompiled']} recompile(s); "
+              f"{tot['eager_runs']} frame call(s) ran eagerly (no cached graph accepted them and none was compiled)"
+              + ("" if d.get("guard_hook", True) else " (this torch has no guard hook: eager runs not counted)"),
+              "recompiles")
+    # state that changes between calls: the same inputs recompile
+    if steady and (steady["recompiled"] or steady["eager_runs"] or steady["limit"]):
+        f.status = "problem"
+        name = changing_state(steady["reasons"])
+        guards = list(dict.fromkeys(steady["reasons"]))
+        f.add(f"the same inputs recompiled {steady['recompiled']} time(s) during the steady timing"
+              + (f" (the first guard that failed: `{guards[0]}`)" if guards else "")
+              + (f": the model changes `{name}` on every call, and Dynamo guards on its value, so each new value "
+                 "compiles a new graph" if name else ": something the model reads changes between calls"),
+              "recompiles")
+        if name:
+            f.add(f"cure: {_state_cure(name)}", "recompiles")
+    for p in d.get("phases", []):
+        for fr in p["limit"]:
+            where = f"{Path(fr['file']).name}:{fr['line']}"
+            ran = sum(q["eager_runs"] for q in d["phases"][d["phases"].index(p):])
+            f.status = "problem"
+            f.add(f"frame `{_frame_label(fr['function'])}` ({where}) hit config.{fr['limit']} ({fr['value']} graphs "
+                  f"per frame) during {p['name']}: from then on it ran eagerly whenever no cached graph's guards "
+                  f"accepted the call ({ran} eager frame call(s) from there on), with one warning in the log and "
+                  "no error", "recompile_limit")
     if not rows:
-        f.status = "not checked"
+        if f.status == "ok":
+            f.status = "not checked"
         f.add("no input variants given: return (model, inputs, [variant inputs, ...]) with the shapes, "
               "dtypes and values your program really uses to see which ones recompile", "recompiles")
         return f
@@ -766,10 +889,13 @@ def _recompiles_finding(d: dict) -> Finding:
     refused = [r for r in rows if r["limit_hit"]]
     fresh = [r for r in rows if r["compiled"] and not r["recompiles"]]
     failed = [r for r in rows if r["error"]]
-    causes = {r["variant"]: classify(r["reason"]) for r in recompiled + refused}
-    if refused or failed or len(recompiled) > 1 or any(causes[r["variant"]] != "shape" for r in recompiled):
+    causes = {r["variant"]: _cause(r, path) for r in recompiled + refused}
+    eager_rows = [r for r in rows if r.get("eager_runs") and not r["limit_hit"] and not r["error"]]
+    benign = ("size mismatch", "branch", "shape")
+    if refused or failed or eager_rows or len(recompiled) > 1 or any(
+            causes[r["variant"]][0] not in benign for r in recompiled):
         f.status = "problem"
-    elif recompiled:
+    elif recompiled and f.status == "ok":
         f.status = "note"
     f.add(f"{len(recompiled)} of {len(rows)} variant(s) recompiled"
           + (f", {len(fresh)} compiled code for a path the example inputs did not take" if fresh else "")
@@ -777,39 +903,44 @@ def _recompiles_finding(d: dict) -> Finding:
             "paid for a compile again", "recompiles")
     shown = 3
     for r in recompiled[:shown]:
-        cause = causes[r["variant"]]
+        cause, where = causes[r["variant"]]
+        what = {"branch": "a range set by a shape-dependent branch" + (f" at {where}" if where else ""),
+                "size mismatch": "a size mismatch before automatic dynamic (the graph had static sizes)",
+                "0/1 size": "a 0/1 size specialisation"}.get(cause, f"a {cause} change")
         f.add(f"variant {r['variant']} ({r['inputs']}) recompiled, {_s(r['seconds'])}: the guard that failed "
-              f"was `{r['reason']}`, a {cause} change", CAUSE_CHAPTER.get(cause, "recompiles"))
+              f"was `{r['reason']}`, {what}", CAUSE_CHAPTER.get(cause, "recompiles"))
     if len(recompiled) > shown:
-        more = Counter(causes[r["variant"]] for r in recompiled[shown:])
+        more = Counter(causes[r["variant"]][0] for r in recompiled[shown:])
         f.add(f"variants {', '.join(str(r['variant']) for r in recompiled[shown:])} recompiled too ("
               + ", ".join(f"{c} ×{n}" for c, n in more.items()) + ")", "recompiles")
-    for cause in dict.fromkeys(causes[r["variant"]] for r in recompiled):
-        cure = CURES[cause]
-        if cause == "constant" and all(re.search(r"==\s*['\"]", r["reason"]) for r in recompiled
-                                       if causes[r["variant"]] == cause):  # strings: each value is its own graph
-            cure = ("each value is its own graph: harmless for a few values; for many, pick the function "
-                    "outside the compiled code")
-        f.add(f"cure for a {cause} change: {cure}", "recompiles")
-    limit_n = None
-    with contextlib.suppress(CourseError):
-        limit_n = dynamo_setting("recompile_limit")
+    for cause in dict.fromkeys(causes[r["variant"]][0] for r in recompiled):
+        cure = SHAPE_CURES.get(cause) or CURES[cause]
+        if cause == "constant":
+            same = [r["reason"] for r in recompiled if causes[r["variant"]][0] == cause]
+            if all(re.search(r"==\s*['\"]", x) for x in same):  # strings: each value is its own graph
+                cure = ("each value is its own graph: harmless for a few values; for many, pick the function "
+                        "outside the compiled code")
+            elif (name := changing_state(same)):
+                cure = _state_cure(name)
+        f.add(f"cure for {'a ' + cause if cause != 'branch' else 'a shape-dependent branch'}"
+              f"{'' if cause == 'branch' else ' change'}: {cure}", CAUSE_CHAPTER.get(cause, "recompiles"))
     for r in refused:
         f.add(f"variant {r['variant']} ({r['inputs']}): a guard failed (`{r['reason']}`) but the recompile limit "
-              f"({limit_n} entries per function) was reached, so nothing compiled: from here on a new input runs "
-              "eagerly, with one warning in the log and no error", "recompile_limit")
+              f"({limit_n} entries per function) was reached, so nothing compiled: this call and, from here on, "
+              "every new input ran eagerly", "recompile_limit")
     for r in failed:
         f.add(f"variant {r['variant']} ({r['inputs']}): the compiled call raised {r['error']}, although the same "
               "call runs eagerly: the compiler fails on these inputs", "compiles")
-    after_limit = refused[0]["variant"] if refused else None
     for r in rows:
         if r["recompiles"] or r["error"]:
             continue
-        if after_limit is not None and r["variant"] > after_limit:
-            what = "no compile (past the recompile limit: a cached graph runs if its guards accept, else eager)"
+        if r.get("eager_runs"):
+            what = ("ran eagerly: past the recompile limit, no cached graph's guards accepted it"
+                    + (f" ({r['eager_runs']} of its frame calls)" if r["eager_runs"] > 1 else ""))
         else:
             what = "compiled a new frame (no guard failed)" if r["compiled"] else "reused a compiled graph"
-        f.add(f"variant {r['variant']} ({r['inputs']}): {what}", "recompiles")
+        f.add(f"variant {r['variant']} ({r['inputs']}): {what}", "recompile_limit" if r.get("eager_runs") else
+              "recompiles")
     if f.status == "note" and any(not r["compiled"] and r["variant"] > recompiled[0]["variant"] for r in rows):
         f.add("one shape recompile that later sizes reuse is automatic dynamic at work: the second size "
               "makes the changing dimension symbolic", "shapes")
@@ -838,7 +969,7 @@ def _guards_finding(d: dict) -> Finding:
     return f
 
 
-def _compile_time_finding(d: dict, s: dict) -> Finding:
+def _compile_time_finding(d: dict, s: dict, dev: str = "cpu") -> Finding:
     f = Finding("compile_time", "Compile time", "note")
     first, compiled = d["first_call_s"], d["compiled_wall_s"]  # both wall time
     f.add(f"the first call took {_s(first)} (wall time: compiling, then one run), about "
@@ -849,6 +980,19 @@ def _compile_time_finding(d: dict, s: dict) -> Finding:
         st = {(f"the backend {s['backend']!r}" if k.startswith("Inductor") else k): v for k, v in st.items()}
     if st:
         f.add("where it went: " + "; ".join(f"{k} {_s(v)}" for k, v in st.items()), "compile_time")
+    once = d.get("one_time_s") or {}
+    probe, header = once.get("isa_probe", 0.0), once.get("header", 0.0)
+    if s["backend"] == "inductor" and dev == "cpu":
+        folder = once.get("cache_dir") or "the cache folder"
+        if probe + header > 0:
+            f.add(f"of the first call, {_s(probe + header)} ({(probe + header) / first:.0%}) went to one-time work "
+                  f"for this cache folder and process, not to your model: Inductor's ISA probe builds "
+                  f"({_s(probe)}: a small program built and loaded per vector ISA, cached in {folder}) and the "
+                  f"precompiled header ({_s(header)}, once per $TMPDIR); the compile bet leaves them out",
+                  "inductor_time")
+        else:
+            f.add(f"no ISA probe build or precompiled header in this first call: this process (or {folder}) had "
+                  "them already; a fresh cache folder pays for them once", "inductor_time")
     if s["backend"] == "inductor":
         c = d["fx_graph_cache"]
         f.add(f"Inductor's FX graph cache: {c['miss']} miss(es), {c['hit']} hit(s): "
@@ -865,6 +1009,13 @@ def _steady_finding(d: dict, dev: str) -> Finding:
     verdict = (f"compiled is {ratio:.2f}× faster" if comp < eager else
                f"compiled is not faster: {1 / ratio:.2f}× the eager time" if ratio > 0 else "")
     f.add(f"eager {_s(eager)}, compiled {_s(comp)} per call ({d['clock']}): {verdict}", "steady_time")
+    st = next((p for p in d.get("phases", []) if p["name"] == "the steady timing"), None)
+    if st and (st["compiles"] or st["eager_runs"]):
+        f.status = "problem"
+        f.add(f"this is not a steady compiled call's time: during the timing's {st['calls']} compiled calls, "
+              f"{st['compiles']} frame(s) compiled again and {st['eager_runs']} frame call(s) ran eagerly past the "
+              "recompile limit (section 3), so the compiled time mixes compiles, cached graphs and eager "
+              "fall-backs; fix the recompiles first", "recompiles")
     if dev == "cuda":
         eg, cg = d["eager_gpu_s"], d["compiled_gpu_s"]
         f.add(f"GPU time alone (kernels, no gaps): eager {_s(eg)}, compiled {_s(cg)}", "steady_time")
@@ -888,6 +1039,11 @@ def _cudagraphs_finding(d: dict, s: dict, dev: str) -> Finding:
         f.add(f"torch.compile hands mode={s['mode']!r} to backend {s['backend']!r} as a keyword argument; the CUDA "
               "graphs of reduce-overhead are Inductor's, so they were not checked", "cudagraphs")
         return f
+    g = d.get("grad")
+    if g and autograd_under_cudagraphs(g, s["mode"], s["backend"]):
+        _autograd_cudagraphs(f, g, dev)
+        if dev != "cuda":
+            return f
     if sk is None:
         f.add('not asked for: on a GPU, --mode reduce-overhead records each graph\'s kernels once and replays '
               'them with one launch; the triage then lists every graph it had to skip, and why', "cudagraphs")
@@ -897,8 +1053,10 @@ def _cudagraphs_finding(d: dict, s: dict, dev: str) -> Finding:
               "graph(s) here without a reason to log; run on a GPU to see the skips", "cudagraphs")
         return f
     if not sk["count"]:
+        if f.status == "problem":  # autograd on: no graph was skipped, but the calls did not replay either
+            return f
         f.status = "ok"
-        f.add("every graph was captured: its calls replay as one CUDA graph launch", "cudagraphs")
+        f.add("no graph was skipped: each graph's calls replay as one CUDA graph launch", "cudagraphs")
         return f
     f.status = "problem"
     f.add(f"{sk['count']} graph(s) skipped: they launch their kernels one by one, as without reduce-overhead",
@@ -906,6 +1064,26 @@ def _cudagraphs_finding(d: dict, s: dict, dev: str) -> Finding:
     for reason in dict.fromkeys(sk["reasons"]):
         f.add(reason, "cudagraphs")
     return f
+
+
+def _autograd_cudagraphs(f: Finding, g: dict, dev: str) -> None:
+    """reduce-overhead on calls whose outputs require grad, with no backward: what cudagraph trees do (ch25)."""
+    f.status = "problem" if dev == "cuda" else "note"
+    f.add(("" if dev == "cuda" else "on a GPU (not here: a CPU has no CUDA graphs): ")
+          + f"the compiled calls run with autograd on ({g['params_requiring_grad']} of {g['params']} parameters and "
+          f"{g['outputs_requiring_grad']} of {g['outputs']} output tensors require grad) and the triage never calls "
+          "backward. torch.compile then builds a training graph, and cudagraph trees "
+          "(torch/_inductor/cudagraph_trees.py) mark each forward as waiting for its backward "
+          "(running_forwards_with_pending_backwards): while that backward is pending and the previous call's "
+          "outputs are alive, can_start_new_generation() is False, so a new call cannot start over from the "
+          "recorded graph; it runs the warm-up path (run_eager, in the CUDA graph memory pool) or records "
+          "again, instead of one replay, and torch warns \"Unable to hit fast path of CUDAGraphs because outputs "
+          "from a previous step still require backward\". No graph is counted as skipped, yet the calls do not "
+          "replay: the steady time above is not reduce-overhead's", "cudagraphs")
+    f.add("what to do: for inference, call the model under torch.no_grad() or torch.inference_mode() (the triage: "
+          "--no-grad; model.eval() alone leaves autograd on); for training, time a real step, forward then "
+          "backward, so each forward's backward runs before the next call (or call "
+          "torch.compiler.cudagraph_mark_step_begin() before each step)", "cudagraphs")
 
 
 def _kernels_finding(d: dict, s: dict) -> Finding:

@@ -42,7 +42,12 @@ def test_a_graph_break_is_reported_at_the_readers_line_with_its_reason_and_chapt
     assert r.data["graphs"] == 2 and len(r.data["guards"]) == 2  # forward and the resume function after the break
     md = r.markdown()
     site = next(ln for ln in md.splitlines() if f"graph_break.py:{b['line']}" in ln)
-    assert site.endswith("(ch10_graph_breaks)")
+    # the book's page first (the GitHub Pages address of _config.yml's repository), the local notebook as fallback
+    assert site.endswith("([ch10_graph_breaks](https://torch-compile-opened-up.github.io/course/chapters/"
+                         "ch10_graph_breaks.html))")
+    local = r.markdown(base=ROOT)
+    assert "[local copy](chapters/ch10_graph_breaks.ipynb)" in local
+    assert r.as_json()["findings"][1]["lines"][0]["url"].endswith("/chapters/ch10_graph_breaks.html")
     # every finding's lines name a chapter, and the sections come in the order a reader debugs
     keys = [f.key for f in r.findings]
     assert keys == ["result", "graph_breaks", "recompiles", "guards", "compile_time", "steady_time", "cudagraphs",
@@ -79,6 +84,9 @@ def test_past_the_recompile_limit_nothing_compiles_and_the_report_says_so():
     f = r.finding("recompiles")
     assert f.status == "problem" and any(ln.chapter == "recompile_limit" for ln in f.lines)
     assert all(not row["compiled"] for row in rows[limit:])
+    # past the limit, a new value runs eagerly: each later variant is a guard miss that compiled nothing
+    assert all(row["eager_runs"] == 1 for row in rows[limit:])
+    assert all("ran eagerly" in ln.text for ln in f.lines if ln.text.startswith(f"variant {limit + 1} "))
 
 
 def test_a_new_batch_size_recompiles_once_then_the_dynamic_graph_is_reused():
@@ -87,6 +95,69 @@ def test_a_new_batch_size_recompiles_once_then_the_dynamic_graph_is_reused():
     assert [row["recompiles"] for row in rows] == [1, 0] and "size mismatch" in rows[0]["reason"]
     f = r.finding("recompiles")
     assert f.status == "note" and any(ln.chapter == "shapes" for ln in f.lines)
+    text = " ".join(ln.text for ln in f.lines)
+    assert "a size mismatch before automatic dynamic" in text and "mark_dynamic" in text and "0/1" not in text
+
+
+@pytest.fixture(scope="module")
+def low_limit():
+    """A recompile limit of 3, so the counters below reach it in a few compiles (the test stays fast)."""
+    import torch
+
+    with torch._dynamo.config.patch(recompile_limit=3):
+        yield 3
+
+
+@pytest.mark.parametrize("case,state", [("counter_global.py", "step"), ("counter_attr.py", "self.calls")])
+def test_state_that_changes_every_call_recompiles_during_the_timing_and_then_runs_eagerly(low_limit, case, state):
+    # item 1: the recompiles happen while the triage times the SAME inputs, not over the variants
+    r = triage(CASES / case, backend="eager", rounds=1, repeats=2)
+    d = r.data
+    steady = next(p for p in d["phases"] if p["name"] == "the steady timing")
+    assert steady["recompiled"] == low_limit - 1 and steady["limit"] and steady["eager_runs"] > 0
+    [hit] = steady["limit"]
+    assert hit["function"] == "forward" and hit["file"].endswith(case) and hit["value"] == low_limit
+    assert d["calls"]["eager_runs"] == steady["eager_runs"] + sum(row["eager_runs"] for row in d["variants"])
+    f = r.finding("recompiles")
+    text = " ".join(ln.text for ln in f.lines)
+    assert f.status == "problem" and f"the model changes `{state}` on every call" in text
+    assert f"hit config.recompile_limit ({low_limit} graphs per frame) during the steady timing" in text
+    # the variants ran eagerly, past the limit: never "reused a compiled graph"
+    assert all(row["eager_runs"] >= 1 and not row["compiled"] for row in d["variants"])
+    assert "reused a compiled graph" not in text and "ran eagerly: past the recompile limit" in text
+    # the steady time is flagged as a mix, and the first call's mismatch is put down to the state, not the compiler
+    assert statuses(r)["steady_time"] == "problem" and "mixes compiles" in r.finding("steady_time").lines[1].text
+    assert d["eager_purity"] == "state" and statuses(r)["result"] == "note"
+    assert "changes state between calls" in r.findings[0].lines[0].text
+
+
+def test_a_shape_dependent_branch_is_named_at_its_line_with_its_own_cure():
+    r = triage(CASES / "shape_branch.py", backend="eager", **QUICK)
+    rows = r.data["variants"]
+    assert [row["recompiles"] for row in rows] == [1, 1, 0]
+    assert rows[1]["reason"].replace(" ", "") == "2<=x.size()[0]<=16"
+    text = " ".join(ln.text for ln in r.finding("recompiles").lines)
+    line = line_of("shape_branch.py", "if x.shape[0] > 16")
+    assert f"a range set by a shape-dependent branch at shape_branch.py:{line} in f: if x.shape[0] > 16:" in text
+    assert "cure for a shape-dependent branch" in text and "torch.cond" in text
+    assert "0/1 size" not in text  # the old report called this guard a 0/1 size change
+
+
+def test_a_batch_of_one_is_a_0_1_specialisation_with_its_own_cure():
+    r = triage(CASES / "size_one.py", backend="eager", **QUICK)
+    rows = r.data["variants"]
+    assert [row["recompiles"] for row in rows] == [1, 1]
+    text = " ".join(ln.text for ln in r.finding("recompiles").lines)
+    assert "float32[1, 8]) recompiled" in text and "a 0/1 size specialisation" in text
+    assert "mark_unbacked" in text and "shape-dependent branch" not in text
+
+
+def test_dropout_in_training_mode_is_a_note_that_names_the_module():
+    r = triage(CASES / "dropout.py", backend="eager", **QUICK)
+    assert r.data["eager_purity"] == "random" and r.data["random_modules"] == ["drop (Dropout)"]
+    res = r.findings[0]
+    assert res.key == "result" and res.status == "note" and "by design" in res.lines[0].text
+    assert "drop (Dropout)" in res.lines[0].text and "model.eval()" in res.lines[0].text
 
 
 def test_a_model_too_small_to_gain_is_not_faster_and_loses_the_bet():
@@ -155,8 +226,15 @@ def test_a_model_that_writes_into_its_input_is_compared_from_the_same_input_valu
     assert r.error is None and statuses(r)["result"] == "ok" and r.data["max_abs_difference"] == 0
 
 
-def test_inductor_end_to_end_kernels_cache_and_cuda_graph_skips_on_a_cpu():
-    r = triage(CASES / "fused.py", mode="reduce-overhead", no_grad=True, **QUICK)
+def test_inductor_end_to_end_kernels_cache_isa_probes_and_autograd_under_reduce_overhead():
+    # one Inductor compile shared by three checks: the fused kernel, the first call's one-time ISA probe work
+    # (item 6) and reduce-overhead on a model whose outputs require grad, called without backward (item 3)
+    from helpers.core.private import private
+
+    vec = private("torch._inductor.cpu_vec_isa.VecISA")
+    vec._VecISA__bool__impl.cache_clear()  # forget this process's probe results: the first call probes again
+    private("torch._inductor.cpu_vec_isa.valid_vec_isa_list").cache_clear()
+    r = triage(CASES / "fused_train.py", mode="reduce-overhead", **QUICK)
     d = r.data
     assert r.error is None and statuses(r)["result"] == "ok" and d["graphs"] == 1
     [kernels] = d["kernels_first"]
@@ -166,7 +244,32 @@ def test_inductor_end_to_end_kernels_cache_and_cuda_graph_skips_on_a_cpu():
     assert d["fx_graph_cache"]["hit"] + d["fx_graph_cache"]["miss"] == 1
     assert d["stations_s"]["Inductor: lower, schedule, write code"] > 0
     # on a CPU, reduce-overhead has no CUDA kernels to record: Inductor counts the skip, logs no reason
-    assert d["cudagraph_skips"] == {"count": 1, "reasons": []} and statuses(r)["cudagraphs"] == "not checked"
+    assert d["cudagraph_skips"] == {"count": 1, "reasons": []}
+    # the ISA probes ran (a build in a fresh cache folder, a load in a warm one) and are named, not billed to the bet
+    once = d["one_time_s"]["isa_probe"] + d["one_time_s"]["header"]
+    assert d["one_time_s"]["isa_probe"] > 0 and d["one_time_s"]["cache_dir"]
+    ct = " ".join(ln.text for ln in r.finding("compile_time").lines)
+    assert "ISA probe builds" in ct and "the compile bet leaves them out" in ct
+    assert d["bet"]["compile_s"] == pytest.approx(max(d["first_call_s"] - d["compiled_wall_s"] - once, 0.0))
+    # autograd on, no backward: the finding cudagraph trees' pending backward calls for, with its cures
+    g = d["grad"]
+    assert g["grad_enabled"] and g["params_requiring_grad"] == 1 and g["outputs_requiring_grad"] == 1
+    cg = r.finding("cudagraphs")
+    text = " ".join(ln.text for ln in cg.lines)
+    assert cg.status == "note" and "running_forwards_with_pending_backwards" in text  # "problem" on a GPU
+    assert "torch.no_grad()" in text and "inference_mode" in text and "backward" in cg.lines[-1].text
+
+
+def test_reduce_overhead_without_autograd_has_no_pending_backward_finding():
+    from helpers.runtime.triage import _cudagraphs_finding
+
+    d = {"grad": {"grad_enabled": False, "params_requiring_grad": 1, "params": 1, "outputs_requiring_grad": 0,
+                  "outputs": 1, "training": True}, "cudagraph_skips": {"count": 0, "reasons": []}}
+    s = {"mode": "reduce-overhead", "backend": "inductor"}
+    assert _cudagraphs_finding(d, s, "cuda").status == "ok"
+    d["grad"].update(grad_enabled=True, outputs_requiring_grad=1)
+    f = _cudagraphs_finding(d, s, "cuda")
+    assert f.status == "problem" and "Unable to hit fast path" in f.lines[0].text
 
 
 def test_describe_and_call():
