@@ -29,7 +29,7 @@ def _watched(name: str) -> bool:
     return name == "helpers" or name.startswith("helpers.") or name == "builtins"
 
 
-def snapshot() -> dict[str, tuple[int, int]]:
+def snapshot() -> dict[str, tuple[int, int, bool]]:
     """The identity of every name in the course's modules (and builtins), and of each function's code."""
     snap = {}
     for modname, mod in list(sys.modules.items()):
@@ -44,16 +44,18 @@ def snapshot() -> dict[str, tuple[int, int]]:
                 continue
             if f"{modname}.{key}" in IGNORED:
                 continue
-            snap[f"{modname}.{key}"] = (id(value), id(getattr(value, "__code__", None)))
+            flag = value is None or type(value) in (bool, int, float, str)  # a module's flag or counter
+            snap[f"{modname}.{key}"] = (id(value), id(getattr(value, "__code__", None)), flag)
             if isinstance(value, type) and str(getattr(value, "__module__", "")).startswith("helpers"):
                 for attr, inner in list(vars(value).items()):
-                    snap[f"{modname}.{key}.{attr}"] = (id(inner), id(getattr(inner, "__code__", None)))
+                    snap[f"{modname}.{key}.{attr}"] = (id(inner), id(getattr(inner, "__code__", None)), False)
     return snap
 
 
 def changed(before: dict, after: dict, only: tuple[str, ...] | None = None) -> list[str]:
-    """The names whose object (or code) changed or that were deleted (new names are imports: not listed)."""
-    out = [k for k, v in before.items() if after.get(k) != v]
+    """The names whose object (or code) changed or that were deleted (new names are imports: not listed); a
+    module's flag or counter (None, a bool, a number, a string: a lazy set-up) only in the deciding modules."""
+    out = [k for k, v in before.items() if after.get(k) != v and (not v[2] or k.startswith(DECIDING))]
     if only:
         out = [k for k in out if k.startswith(only)]
     return sorted(out)[:20]

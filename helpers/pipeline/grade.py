@@ -547,6 +547,8 @@ def grade(paths: list[str], *, out: str | Path | None = None, jobs: int = 2, tim
             g = grade_one(f, work, device=device, timeout=timeout, student=student, exercise_timeout=exercise_timeout)
         except Exception as exc:  # one submission must never stop the others' grading
             g = Graded(student, str(f), status="grader error", notes=[f"{type(exc).__name__}: {exc}"])
+        base = first if first.is_dir() else first.parent
+        g.file = str(f.relative_to(base)) if f.is_relative_to(base) else str(f)  # the tables name files as handed in
         print(f"{g.student}: {g.status}, {g.right}/{len(g.results)} right" + (f" in {g.seconds} s" if g.seconds else ""),
               flush=True)
         return g

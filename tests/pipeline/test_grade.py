@@ -200,6 +200,8 @@ def test_a_dead_kernel_is_placed_at_its_exercise():
     for c in nb["cells"]:
         c["execution_count"] = 1
     assert _halted_exercise(nb) == (None, None)  # it ran to the end
+    nb["cells"][ex["5.3"].check]["metadata"]["papermill"] = {"status": "running"}  # killed at the timeout there
+    assert _halted_exercise(nb) == ("5.3", ex["5.3"].check)
 
 
 def test_bad_files_are_told_apart(tmp_path):
@@ -262,3 +264,17 @@ def test_answers_in_new_cells_or_cells_that_lost_their_tags_are_graded_and_noted
     assert _source(nb["cells"][exercises(nb)[2].answer]) == 'answer_3 = attr_source(local_source("self"), "w")'
     assert "5.3: no tagged answer cell (its cell tags were lost?); graded the student's cell(s) that set answer_3 " \
            "instead" in notes
+
+
+def test_the_grader_cells_watch_name_what_an_answer_changed_in_the_course():
+    import helpers
+    from helpers.pipeline import audit
+
+    before = audit.snapshot()
+    real = helpers.core.exercises._same
+    try:
+        vars(helpers.core.exercises)["_same"] = lambda *a: True
+        assert audit.changed(before, audit.snapshot()) == ["helpers.core.exercises._same"]
+    finally:
+        vars(helpers.core.exercises)["_same"] = real
+    assert audit.changed(before, audit.snapshot()) == []
