@@ -371,3 +371,31 @@ def page_faults_per_call(fn, *args, calls: int = 50) -> float:
             fn(*args)
         after = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     return (after - before) / calls
+
+
+def lowering_census() -> dict:
+    """The other half of "how few operators does Inductor need" (ch14): what Inductor's lowering step covers.
+
+    Read from ``torch._inductor.lowering``: ``"lowered"``, the aten overloads with an entry in its ``lowerings``
+    table (Inductor writes loops for them, or a template or library call); ``"lowered_operators"``, their
+    operator packets; ``"fallbacks"``, the aten overloads registered with ``make_fallback`` (``fallbacks``:
+    Inductor calls the ATen kernel itself); ``"both"``, lowered overloads that also have a rule in Inductor's
+    decomposition table (the rule runs first, so the lowering serves the calls it declines).
+    """
+    import torch
+
+    lowerings = private("torch._inductor.lowering.lowerings")
+    fallbacks = private("torch._inductor.lowering.fallbacks")
+    table = private("torch._inductor.decomposition.select_decomp_table")()
+    lowered = [op for op in lowerings if isinstance(op, torch._ops.OpOverload) and op.namespace == "aten"]
+    fallbacks = [op for op in fallbacks if getattr(op, "namespace", "") == "aten"]
+    return {"lowered": len(lowered), "lowered_operators": len({op.overloadpacket for op in lowered}),
+            "fallbacks": len(fallbacks), "both": sum(op in table for op in lowered)}
+
+
+def dtypes_in_graph(gm) -> list[str]:
+    """The ``convert_element_type`` steps of a traced graph, in order, as ``"float32"`` (the dtype converted to) (ch14)."""
+    import torch
+
+    return [str(n.args[1]).replace("torch.", "") for n in op_nodes(gm)
+            if n.target is torch.ops.prims.convert_element_type.default]
