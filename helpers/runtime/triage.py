@@ -319,7 +319,10 @@ def load_target(path, function: str = "example", device: str = "auto"):
                                       f"it returned {type(got).__name__}")
     model, inputs, *rest = got
     if not callable(model):
-        raise TriageError("function", f"the model {function}() returned is a {type(model).__name__}, not callable")
+        swapped = callable(inputs) and not isinstance(inputs, type)
+        raise TriageError("function", f"the model {function}() returned is a {type(model).__name__}, not callable"
+                          + (f"; the second item is callable ({type(inputs).__name__}): return (model, inputs), "
+                             "the model first" if swapped else ""))
     variants = rest[0] if rest else []
     if variants is None:
         variants = []
@@ -1124,11 +1127,17 @@ def _kernels_finding(d: dict, s: dict) -> Finding:
 
 # ----------------------------------------------------------------------------------------- command line
 
-def main(argv: list[str] | None = None) -> int:
+def console() -> int:
+    """The ``torch-compile-triage`` command (``[project.scripts]`` in pyproject.toml): ``main`` under that name."""
+    return main(prog="torch-compile-triage")
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m helpers triage") -> int:
     """``python -m helpers triage FILE[:FUNCTION]``: print the Markdown report; --out also writes both files."""
     parser = argparse.ArgumentParser(
-        prog="python -m helpers triage",
-        description="Triage your own model under torch.compile: graph breaks, recompiles over input variants, "
+        prog=prog,
+        description="Triage your own model under torch.compile: graph breaks, recompiles over every call (the "
+                    "steady timing and the input variants) and the recompile limit, "
                     "guards, compile time, eager vs compiled time, CUDA-graph skips, generated kernels and the "
                     "compile bet, in the order to debug them, each with the chapter that explains it. FUNCTION "
                     "(default: example) returns (model, inputs) or (model, inputs, variants); inputs are a tuple "

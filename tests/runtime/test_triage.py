@@ -4,6 +4,7 @@ The cases that do not need Inductor compile with backend="eager" so the suite st
 case goes end to end (kernels, the FX graph cache, CUDA-graph skips on a CPU).
 """
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -277,6 +278,41 @@ def test_describe_and_call():
 
     assert describe(torch.zeros(2, 3, dtype=torch.float16)) == "float16[2, 3]"
     assert Call((torch.ones(1), 2), {"k": "v"}).describe() == "float32[1], 2, k='v'"
+
+
+def test_the_console_command_is_declared_and_explains_each_setup_error(tmp_path, monkeypatch, capsys):
+    # `pip install` of the course package installs `torch-compile-triage` ([project.scripts] in pyproject.toml);
+    # its wrapper calls console() with the command line in sys.argv, as this test does (in process: fast)
+    import tomllib
+
+    from helpers.runtime.triage import console
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["torch-compile-triage"] == "helpers.runtime.triage:console"
+
+    def run(*args):
+        monkeypatch.setattr(sys, "argv", ["torch-compile-triage", *args])
+        try:
+            rc = console()
+        except SystemExit as stop:
+            rc = stop.code
+        out = capsys.readouterr()
+        return rc, out.out, out.err
+
+    rc, out, _ = run("--help")
+    assert rc == 0 and out.startswith("usage: torch-compile-triage")
+    # a file that does not define the function
+    rc, _, err = run(f"{CASES / 'graph_break.py'}:build")
+    assert rc == 2 and "has no function 'build' (it defines: example)" in err
+    # a function that returns the wrong shape of thing: (inputs, model) swapped
+    swapped = tmp_path / "swapped.py"
+    swapped.write_text("import torch\n\ndef example():\n    return torch.randn(2, 2), torch.nn.Linear(2, 2)\n")
+    rc, _, err = run(str(swapped))
+    assert rc == 2 and "is a Tensor, not callable" in err and "the model first" in err
+    # a model that raises in eager: the reader's inputs, before any compiling; the triage's own time is stated
+    rc, out, err = run(str(CASES / "mismatch.py"), "--backend", "eager")
+    assert rc == 2 and "calling it eagerly, without torch.compile, raised" in err
+    assert "## 1. The inputs — ERROR" in out and re.search(r"the triage itself took \d+\.\d s", out)
 
 
 def test_the_command_line_dispatches_triage_and_lists_it_in_the_help():
