@@ -31,7 +31,7 @@ CH05 = ROOT / "chapters" / "ch05_variable_trackers.ipynb"
 def graded(tmp_path_factory):
     out = tmp_path_factory.mktemp("grades")
     proc = subprocess.run([sys.executable, "-m", "helpers", "grade", str(SUBMISSIONS), "--out", str(out),
-                           "--jobs", "2", "--timeout", "240", "--exercise-timeout", "20"],
+                           "--jobs", "2", "--timeout", "240", "--exercise-timeout", "15"],
                           cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with (out / "grades.csv").open() as fh:
@@ -87,7 +87,7 @@ def test_no_silent_zero_answers_elsewhere_a_dead_kernel_or_a_loop(graded):
     jon = students["jon_endless_loop"]
     assert jon["status"] == "graded" and "5.2: timed out in its answer cell" in jon["notes"]
     detail = next(r["detail"] for r in graded["rows"] if r["student"] == "jon_endless_loop" and r["exercise"] == "5.2")
-    assert "ran past 20 s" in detail
+    assert "ran past 15 s" in detail
 
 
 def test_bad_input_gets_its_own_words_and_subfolders_are_graded(graded):
