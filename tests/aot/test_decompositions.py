@@ -194,3 +194,13 @@ def test_named_tensor_overloads_agree_between_dispatcher_and_table():
     assert (named["dispatcher"] == 0) == (named["registered_rules"] == 0)
     if torch.__version__ >= "2.13":
         assert named["dispatcher"] == 0  # removed from ATen in torch 2.13
+
+
+def test_lowering_census_and_opmath_converts():
+    import torch.nn.functional as F
+
+    from helpers.aot.decompositions import dtypes_in_graph, lowering_census, trace_aten
+    c = lowering_census()
+    assert c["lowered"] > c["lowered_operators"] > 0 and c["fallbacks"] > 0 and 0 < c["both"] < c["lowered"]
+    g = trace_aten(F.gelu, torch.randn(4, 8, dtype=torch.bfloat16), table="inductor")
+    assert dtypes_in_graph(g) == ["float32", "bfloat16"]

@@ -98,3 +98,35 @@ def test_one_graph_check():
     assert one_graph_check(ref, ref, xs) == "raised Unsupported"
     assert one_graph_check(lambda x: torch.where(x.sum() > 0, x.sin(), x.cos()), ref, xs) is True
     assert one_graph_check(lambda x: x.sin(), ref, xs) == "a result differs from the original function"
+
+
+def test_meta_census_counts_every_aten_overload_once():
+    from helpers.aot.fake import meta_census
+    c = meta_census()
+    total = sum(v for k, v in c.items() if k != "no meta examples")
+    aten = sum(1 for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::"))
+    assert total == aten
+    assert c["no meta"] > 0 and c["_meta_registrations"] > 0 and c["_refs"] > 0 and c["_decomp"] > 0
+
+
+def test_fallback_ops_names_real_kernels_run_on_zeros_and_restores_the_module():
+    import torch._subclasses.fake_tensor as ft
+
+    from helpers.aot.fake import fallback_ops
+    before = ft.run_fallback_kernel
+    out = fallback_ops({"geqrf": lambda: torch.geqrf(torch.empty(8, 3)),
+                        "mm": lambda: torch.empty(8, 3) @ torch.empty(3, 2)})
+    assert out == {"geqrf": ["aten.geqrf.default"], "mm": []}
+    assert ft.run_fallback_kernel is before
+
+
+def test_compile_error_hints_reads_the_hint_lines():
+    from helpers.aot.fake import compile_error_hints
+
+    def g(x):
+        if x.sum() > 0:
+            return x.sin()
+        return x.cos()
+    hints = compile_error_hints(g, torch.randn(4), fullgraph=True)
+    assert any("torch.cond" in h for h in hints)
+    assert compile_error_hints(lambda x: x + 1, torch.randn(2)) == []

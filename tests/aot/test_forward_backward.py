@@ -136,3 +136,14 @@ def test_saved_counts_only_what_follows_the_real_outputs(xw):
     assert cap.forward_outputs()[:2] == ["sum_1", "sum_2"]
     assert "sum_2" not in {s.name for s in cap.saved()}
     assert {s.dtype for s in cap.saved()} == {"bool", "float32"}
+
+
+def test_backward_limits_names_the_two_prices():
+    from helpers.aot.forward_backward import backward_limits
+
+    def f(x, w):
+        return (x @ w).relu().sum()
+    out = backward_limits(f, torch.randn(16, 16), torch.randn(16, 16, requires_grad=True))
+    assert "double backward" in out["double backward"]
+    assert "donated buffers" in out["retain after plain"]
+    assert out["retain first"] == "none"

@@ -183,3 +183,19 @@ def test_inductor_write_compiles_a_kernel_that_writes_the_input():
     assert torch.allclose(out, f(expected_x)) and torch.allclose(x, expected_x)
     assert w.writes_input and len(w.kernels) == 1
     assert w.post_grad_ops.count("reshape") == 2 and "copy_" in w.post_grad_ops
+
+
+def test_alias_run_keeps_aliased_arguments_and_reads_output_aliases():
+    from helpers.aot.functionalization import alias_run
+
+    def two(a, b):
+        a.add_(1)
+        return b * 2
+
+    def args():
+        base = torch.randn(4, 4)
+        return base, base[0]
+    r = alias_run(two, args)
+    assert len(r.placeholders) == 1 and "as_strided_scatter" in r.ops and r.matches_eager
+    v = alias_run(lambda x: (x.view(2, 8), x.t()), lambda: (torch.randn(4, 4),))
+    assert v.output_types == ["alias_of_input", "alias_of_input"] and all(v.outputs_view_input)
