@@ -448,18 +448,20 @@ def _dynamo_quiet():
 
 def triage(path, function: str = "example", *, backend: str = "inductor", mode: str | None = None,
            dynamic: bool | None = None, device: str = "auto", no_grad: bool = False, threads: int | None = None,
-           rounds: int = 3, repeats: int = 10, calls: int | None = None) -> Report:
+           rounds: int = 3, repeats: int = 10, calls: int | None = None, try_fixes: bool = False) -> Report:
     """Triage ``function`` of the file ``path`` (see ``load_target``) and return the Report (chapter 30).
 
     On a CPU, torch runs on ``threads`` threads (default one, as the course times everything: steady
     times are then this thread's CPU time); ``rounds`` × ``repeats`` set how long the steady timing takes.
-    ``calls`` adds "over N calls" to the compile bet.
+    ``calls`` adds "over N calls" to the compile bet. ``try_fixes`` applies each finding's mechanical cure
+    (a shape recompile, a logging break), compiles again and reports the measured effect
+    (``helpers.runtime.triage_fixes``).
     """
     import torch
 
     start = time.perf_counter()
     settings = {"backend": backend, "mode": mode, "dynamic": dynamic, "device": device, "no_grad": no_grad,
-                "threads": threads, "rounds": rounds, "repeats": repeats, "calls": calls}
+                "threads": threads, "rounds": rounds, "repeats": repeats, "calls": calls, "try_fixes": try_fixes}
     report = Report(target=f"{path}:{function}", settings=settings)
     saved_threads = torch.get_num_threads()
     if device == "auto":
@@ -481,6 +483,8 @@ def triage(path, function: str = "example", *, backend: str = "inductor", mode: 
             report.data["eager_purity"] = _purity(model, pristine)
             report.data["random_modules"] = random_modules(model)
             _compile_and_measure(report, model, example, variants, eager_out, dev, Path(path), pristine)
+            if try_fixes and report.error is None:
+                _add_fixes(report, model, example, variants, dev)
     except TriageError as exc:
         report.error = {"kind": exc.kind, "message": exc.message, "where": exc.where, "detail": exc.detail}
         f = Finding("error", _ERROR_TITLES[exc.kind], "error")
@@ -516,6 +520,33 @@ def _purity(model, pristine: Call) -> str:
         return purity(model, lambda: pristine.copy().run(model), same)
     except Exception:  # noqa: BLE001 - the inputs were checked already; a model that fails now is left alone
         return "unknown"
+
+
+def _add_fixes(report: Report, model, example: Call, variants: list[Call], dev: str) -> None:
+    from .triage_fixes import try_fixes
+
+    rows = try_fixes(report, model, example, variants, dev)
+    report.data["fixes"] = rows
+    f = Finding("fixes", "The cures, tried (--try-fixes)", "note" if rows else "not checked")
+    if not rows:
+        f.add("no finding here has a mechanical cure the triage can apply (a shape recompile, a logging graph "
+              "break)", "recompiles")
+    for r in rows:
+        b, x = r["baseline"], r["fixed"]
+        chapter = "shapes" if r["for"] == "the shape recompiles" else "graph_breaks"
+        if x["error"] or b["error"]:
+            f.add(f"{r['fix']} for {r['for']}: the trial failed: {x['error'] or b['error']}", chapter)
+            continue
+        f.add(f"{r['fix']} for {r['for']} ({r['how']}): frames compiled {b['compiles']} → {x['compiles']}, graph "
+              f"breaks {b['breaks']} → {x['breaks']}, compiling calls {_s(b['compile_s'])} → {_s(x['compile_s'])} of "
+              f"wall time, steady compiled call {_s(b['steady_s'])} → {_s(x['steady_s'])}; outputs "
+              + ("still match eager" if x["matches"] else f"NO LONGER match eager (up to {x['max_difference']:.3g})"),
+              chapter)
+    if rows:
+        f.add("both runs compiled afresh after the triage's own compile, the same calls in the same order; "
+              "Inductor's caches may serve either, so the counts are the proof and the seconds a guide",
+              "compile_time")
+    report.findings.append(f)
 
 
 def _check_inputs(model, example: Call, variants: list[Call], path: Path):
@@ -1157,6 +1188,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m helpers triage") 
     parser.add_argument("--repeats", type=int, default=10, help="samples per round (default 10)")
     parser.add_argument("--calls", type=int, default=None, help="calls your program makes: the bet then says "
                         "what compiling saves or loses over them")
+    parser.add_argument("--try-fixes", action="store_true", help="apply each mechanical cure (dynamic=True and "
+                        "mark_dynamic for a shape recompile, ignore_logging_functions for a logging graph break), "
+                        "compile again and report what it changed: compiles, breaks, seconds, outputs")
     parser.add_argument("--out", help="folder to write triage.md and triage.json into")
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of the Markdown")
     args = parser.parse_args(argv)
@@ -1165,7 +1199,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m helpers triage") 
     report = triage(path, function or "example", backend=args.backend, mode=args.mode,
                     dynamic={"true": True, "false": False}.get(args.dynamic), device=args.device,
                     no_grad=args.no_grad, threads=args.threads, rounds=args.rounds, repeats=args.repeats,
-                    calls=args.calls)
+                    calls=args.calls, try_fixes=args.try_fixes)
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)

@@ -91,13 +91,16 @@ def test_past_the_recompile_limit_nothing_compiles_and_the_report_says_so():
 
 
 def test_a_new_batch_size_recompiles_once_then_the_dynamic_graph_is_reused():
-    r = triage(CASES / "shapes.py", backend="eager", **QUICK)
+    r = triage(CASES / "shapes.py", backend="eager", try_fixes=True, **QUICK)
     rows = r.data["variants"]
     assert [row["recompiles"] for row in rows] == [1, 0] and "size mismatch" in rows[0]["reason"]
     f = r.finding("recompiles")
     assert f.status == "note" and any(ln.chapter == "shapes" for ln in f.lines)
     text = " ".join(ln.text for ln in f.lines)
     assert "a size mismatch before automatic dynamic" in text and "mark_dynamic" in text and "0/1" not in text
+    # --try-fixes: both cures compile one frame instead of two, and the outputs still match
+    _check_fixes(r, ["dynamic=True", "mark_dynamic"])
+    assert "input tensor 0 dim 0" in r.data["fixes"][1]["how"]
 
 
 @pytest.fixture(scope="module")
@@ -271,6 +274,29 @@ def test_reduce_overhead_without_autograd_has_no_pending_backward_finding():
     d["grad"].update(grad_enabled=True, outputs_requiring_grad=1)
     f = _cudagraphs_finding(d, s, "cuda")
     assert f.status == "problem" and "Unable to hit fast path" in f.lines[0].text
+
+
+def test_try_fixes_ignores_the_logging_call_that_breaks_the_graph():
+    from helpers.runtime.triage_fixes import logging_methods
+
+    r = triage(CASES / "log_break.py", backend="eager", rounds=1, repeats=2, try_fixes=True)
+    assert logging_methods(r.data["breaks"]) == ["warning"]
+    _check_fixes(r, [("ignore_logging_functions", "ignore_logger_methods")])
+    [row] = r.data["fixes"]
+    assert (row["baseline"]["breaks"], row["fixed"]["breaks"]) == (1, 0)
+
+
+def _check_fixes(r, names):
+    rows = r.data["fixes"]
+    f = r.finding("fixes")
+    assert f.status == "note" and r.findings[-1] is f and len(rows) == len(names)
+    assert all(row["fix"] in (n if isinstance(n, tuple) else (n,)) for row, n in zip(rows, names))
+    for row in rows:
+        base, fixed = row["baseline"], row["fixed"]
+        assert not base["error"] and not fixed["error"]
+        assert (base["compiles"], fixed["compiles"]) == (2, 1) and fixed["matches"]
+        assert fixed["compile_s"] > 0 and fixed["steady_s"] > 0
+    assert all("frames compiled 2 → 1" in ln.text and "still match eager" in ln.text for ln in f.lines[:len(rows)])
 
 
 def test_describe_and_call():

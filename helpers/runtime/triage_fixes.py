@@ -1,0 +1,144 @@
+"""``--try-fixes``: apply a finding's mechanical cure, compile again and measure what it changed (chapter 30).
+
+Two cures are tried, each against a baseline run the same way (a fresh compile state, the example inputs,
+then every variant, then the steady timing), so the numbers compare like with like:
+
+- a shape recompile over the variants: ``dynamic=True``, and ``torch._dynamo.mark_dynamic`` on each
+  dimension whose size differs between the example inputs and the variants;
+- a graph break at a logging call: the ``logging.Logger`` methods the breaking lines call, added to
+  ``torch._dynamo.config.ignore_logging_functions`` (``ignore_logger_methods`` on older torch). The message
+  is then dropped inside compiled code: the report says so.
+
+Each trial reports the frames compiled, graph breaks, the wall seconds of the calls that compiled (the
+first call and the variants), the steady compiled time on the example inputs and whether every output
+still matches eager. Both trials compile after the triage's own compile, so Inductor's caches may serve
+both: compare the counts first, the seconds second.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import re
+from pathlib import Path
+
+from ..core import timing
+from ..core.private import private
+from ..dynamo.graph_breaks import break_records
+from ..dynamo.logs import capture_logs
+from ..dynamo.state import clear_compile_state
+
+_LOG_CALL = re.compile(r"\.(debug|info|warning|warn|error|exception|critical|log|\w+_once)\s*\(")
+
+
+def logging_methods(breaks: list[dict]) -> list[str]:
+    """The ``logging.Logger`` method names called on the source lines where ``breaks`` (as dicts) happened."""
+    names = []
+    for b in breaks:
+        text = f"{b.get('title', '')} {b.get('explanation', '')}"
+        if "logging" not in text.lower() and "logger" not in text.lower():
+            continue
+        with contextlib.suppress(OSError, IndexError):
+            line = Path(b["file"]).read_text().splitlines()[b["line"] - 1]
+            names += [m for m in _LOG_CALL.findall(line) if callable(getattr(logging.Logger, m, None))]
+    return list(dict.fromkeys(names))
+
+
+def _varying_dims(example, variants) -> list[tuple[int, int]]:
+    """(tensor index, dim) of every dimension whose size differs between the example and a variant."""
+    from .triage import _tensors
+
+    base = list(_tensors((example.args, example.kwargs)))
+    dims = set()
+    for v in variants:
+        other = list(_tensors((v.args, v.kwargs)))
+        for i, (a, b) in enumerate(zip(base, other)):
+            if a.dim() == b.dim():
+                dims |= {(i, d) for d in range(a.dim()) if a.shape[d] != b.shape[d]}
+    return sorted(dims)
+
+
+def trial(model, example, variants, kw: dict, dev: str, *, mark: list | None = None, patch=None,
+          rounds: int = 1, repeats: int = 5) -> dict:
+    """Compile ``model`` afresh with ``kw`` (and ``patch``, a config context), run the example then each variant."""
+    import torch
+
+    from .triage import _dynamo_quiet, _max_difference, _timed
+
+    eager = [c.copy().run(model) for c in [example] + variants]
+    clear_compile_state()
+    converted: list = []
+    handle = private("torch._dynamo.convert_frame.register_bytecode_hook")(lambda old, new: converted.append(old))
+    out = {"error": ""}
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), _dynamo_quiet(), (patch or contextlib.nullcontext()), \
+                capture_logs("graph_breaks") as bl:
+            compiled = torch.compile(model, **kw)
+            first = example.copy()
+            tensors = []
+            from .triage import _tensors
+
+            tensors = list(_tensors((first.args, first.kwargs)))
+            for i, d in mark or []:
+                torch._dynamo.mark_dynamic(tensors[i], d)
+            seconds, worst, ok = 0.0, 0.0, True
+            for call, ref in zip([first] + [v.copy() for v in variants], eager):
+                before = len(converted)
+                got, t = _timed(lambda c=call: c.run(compiled), dev)
+                if len(converted) > before:
+                    seconds += t
+                diff = _max_difference(got, ref)
+                if diff is not None:
+                    worst = max(worst, diff[0])
+                    ok = ok and diff[0] <= diff[1]
+            steady = timing.interleaved({"compiled": lambda: example.run(compiled)}, rounds=rounds,
+                                        repeats=repeats, device=dev)["compiled"].median
+            out.update(compiles=len(converted), breaks=len(break_records(bl.messages("graph_breaks"))),
+                       compile_s=seconds, steady_s=steady, matches=ok, max_difference=worst)
+    except Exception as exc:  # noqa: BLE001 - a cure that fails is a measured result too
+        from .triage import _error_text
+
+        out["error"] = _error_text(exc)
+    finally:
+        handle.remove()
+        clear_compile_state()
+    return out
+
+
+def try_fixes(report, model, example, variants, dev: str) -> list[dict]:
+    """Each applicable cure, measured against a baseline: [{"fix", "for", "how", "baseline", "fixed"}, ...]."""
+    from .triage import _cause, _recompiled
+
+    d, s = report.data, report.settings
+    kw = {"backend": s["backend"], "dynamic": s["dynamic"]} | ({"mode": s["mode"]} if s["mode"] else {})
+    tries = []
+    shape_rows = [r for r in _recompiled(d.get("variants", [])) if _cause(r, None)[0] in ("size mismatch", "0/1 size",
+                                                                                          "shape")]
+    if shape_rows:
+        tries.append(("dynamic=True", "the shape recompiles", "torch.compile(model, dynamic=True)",
+                      {"kw": kw | {"dynamic": True}}))
+        dims = _varying_dims(example, variants)
+        if dims:
+            what = ", ".join(f"input tensor {i} dim {dd}" for i, dd in dims)
+            tries.append(("mark_dynamic", "the shape recompiles",
+                          f"torch._dynamo.mark_dynamic on {what} of the example inputs before the first call",
+                          {"kw": kw, "mark": dims}))
+    methods = logging_methods(d.get("breaks", []))
+    if methods:
+        config = private("torch._dynamo.config")
+        name = "ignore_logging_functions" if hasattr(config, "ignore_logging_functions") else "ignore_logger_methods"
+        fns = {getattr(logging.Logger, m) for m in methods}
+        tries.append((name, "the logging graph break",
+                      f"torch._dynamo.config.{name} = {{{', '.join('logging.Logger.' + m for m in methods)}}} "
+                      "(the message is then not logged from compiled code)",
+                      {"kw": kw, "patch": config.patch(**{name: fns})}))
+    if not tries:
+        return []
+    rounds, repeats = 1, max(3, s["repeats"] // 2)
+    base = trial(model, example, variants, kw, dev, rounds=rounds, repeats=repeats)
+    out = []
+    for fix, target, how, args in tries:
+        fixed = trial(model, example, variants, args["kw"], dev, mark=args.get("mark"), patch=args.get("patch"),
+                      rounds=rounds, repeats=repeats)
+        out.append({"fix": fix, "for": target, "how": how, "baseline": base, "fixed": fixed})
+    return out
