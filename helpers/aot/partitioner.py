@@ -170,7 +170,10 @@ def partition(fn, *args, partitioner: str = "min_cut", budget: float | None = No
     """Compile ``fn`` through AOTAutograd with Inductor's decompositions and ``partitioner``; keep the graphs.
 
     The forward and backward graphs run as plain ATen calls (no Inductor code generation), so the
-    decision is Inductor's partitioner's and the run is cheap. ``budget`` sets
+    decision is Inductor's partitioner's and the run is cheap. The min cut is called directly: Inductor's
+    joint-graph passes (``partition_fn`` in ``torch/_inductor/compile_fx.py``: ``remove_noop_ops`` and the
+    rest) do not run, so the joint graph keeps the ``alias`` nodes that chapter 12's ``capture_aot`` (which
+    calls ``partition_fn``) shows removed. ``budget`` sets
     ``activation_memory_budget`` for this compile and for any recompile of ``Partition.compiled``
     (another ``partition`` resets Dynamo, so its next call compiles again). ``call=False`` returns
     before calling (the graphs appear on the first call).
