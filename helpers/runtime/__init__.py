@@ -8,5 +8,8 @@ the limit and the cures; chapter 26) · toolbox (logs, explain, the debug dump, 
 backends (writing a torch.compile backend; chapter 28) · export_aoti (torch.export and AOTInductor;
 chapter 29) · recap (the course's key experiments again, side by side; chapter 30) · bet (the compile
 bet: after how many calls compiling pays off; chapters 2, 24, 26 and 30) · triage (`python -m helpers
-triage` on a reader's own model: breaks, recompiles, guards, compile time, speed, kernels; chapter 30).
+triage` on a reader's own model: breaks, recompiles, guards, compile time, speed, kernels; chapter 30) ·
+triage_checks (what the triage watches beyond one compile: every call's guard hits, shape causes, state and
+randomness, autograd under CUDA graphs, ISA probes; chapter 30) · triage_fixes (`--try-fixes`: each cure
+applied and measured; chapter 30).
 """

@@ -35,16 +35,19 @@ from ..core.env import REPO_ROOT, CourseError, detect
 from ..core.private import private
 from ..dynamo.config import dynamo_setting
 from ..dynamo.graph_breaks import BreakRecord, break_records, read_counters, reset_counters
-from ..dynamo.guards import guard_leaves, recompile_log
+from ..dynamo.guards import guard_leaves
 from ..dynamo.logs import capture_logs
 from ..dynamo.state import clear_compile_state, counters
 from ..inductor.code import InductorOutput, collect_code
 from .bet import CompileBet
 from .compile_time import compile_times
 from .cudagraphs import LaunchBudget, eager_ops, skip_log, skip_reason
-from .recompiles import CURES, classify
-from .triage_checks import (SHAPE_CURES, CallWatch, autograd_under_cudagraphs, changing_state, chapter_url,
-                            grad_state, isa_probe_time, purity, random_modules, shape_cause)
+from .recompiles import CURES
+from .triage_checks import (SHAPE_CURES, CallWatch, _cause, _dynamo_quiet, _error_text, _max_difference, _recompiled,
+                            _tensors, _timed, autograd_under_cudagraphs, changing_state, chapter_url, grad_state,
+                            isa_probe_time, purity, random_modules)
+
+_checks_file = sys.modules[CallWatch.__module__].__file__  # the triage's own frames, left out of tracebacks
 
 #: The chapter (file name in chapters/) that explains each finding.
 CHAPTERS = {
@@ -255,15 +258,10 @@ def _user_frame(exc: BaseException, path: Path) -> str:
 def _trace(exc: BaseException, lines: int = 14) -> str:
     """The exception's traceback without the triage's own frames, its last ``lines`` lines."""
     te = traceback.TracebackException.from_exception(exc)
-    te.stack = traceback.StackSummary.from_list([f for f in te.stack if f.filename != __file__])
+    own = {__file__, _checks_file}
+    te.stack = traceback.StackSummary.from_list([f for f in te.stack if f.filename not in own])
     text = "".join(te.format()).rstrip().splitlines()
     return "\n".join(text[-lines:])
-
-
-def _error_text(exc: BaseException) -> str:
-    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
-    head = " ".join(lines[:2]) if len(lines) > 1 and lines[0].endswith(":") else (lines[0] if lines else "")
-    return f"{type(exc).__name__}: {head}".rstrip(": ")
 
 
 def _as_call(value) -> Call:
@@ -332,19 +330,6 @@ def load_target(path, function: str = "example", device: str = "auto"):
     return model, _as_call(inputs), [_as_call(v) for v in variants]
 
 
-def _tensors(value):
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _tensors(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _tensors(v)
-
-
 def _device_of(model, call: Call) -> str:
     tensors = list(_tensors((call.args, call.kwargs)))
     params = getattr(model, "parameters", None)
@@ -364,42 +349,6 @@ def _describe_model(model) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ running
-
-def _sync(device: str) -> None:
-    if device == "cuda":
-        import torch
-
-        torch.cuda.synchronize()
-
-
-def _timed(thunk, device: str) -> tuple[object, float]:
-    _sync(device)
-    t0 = time.perf_counter()
-    out = thunk()
-    _sync(device)
-    return out, time.perf_counter() - t0
-
-
-def _max_difference(a, b) -> tuple[float, float] | None:
-    """(largest |a - b|, the tolerance it is held to) over the outputs' tensors; None if they hold none alike.
-
-    The tolerance is relative to the largest eager value: 1e-3 in float32/float64, looser in the half types
-    (a few units of their precision), where a fused kernel's different order of operations shows more.
-    """
-    import torch
-
-    ta, tb = list(_tensors(a)), list(_tensors(b))
-    if not ta or len(ta) != len(tb) or any(x.shape != y.shape for x, y in zip(ta, tb)):
-        return None
-    worst, scale, rtol = 0.0, 1.0, 1e-3
-    for x, y in zip(ta, tb):
-        if x.numel():
-            xd, yd = x.detach().double(), y.detach().double()
-            worst = max(worst, float((xd - yd).abs().max()))
-            scale = max(scale, float(yd.abs().max()))
-            rtol = max(rtol, {torch.float16: 1e-2, torch.bfloat16: 3e-2}.get(x.dtype, 1e-3))
-    return worst, rtol * scale
-
 
 def _frame_label(name: str) -> str:
     m = re.fullmatch(r"torch_dynamo_resume_in_(\w+?)_at_(\d+)", name)
@@ -425,25 +374,6 @@ def _ladder(model, call: Call, backend: str, mode, dynamic) -> list[tuple[str, s
             break
     clear_compile_state()
     return out
-
-
-@contextlib.contextmanager
-def _dynamo_quiet():
-    """Dynamo's and Inductor's own warnings collected, not printed (the report says what matters)."""
-    import logging
-    import warnings
-
-    names = ("torch._dynamo", "torch._inductor")
-    saved = [(logging.getLogger(n), logging.getLogger(n).level) for n in names]
-    for lg, _ in saved:
-        lg.setLevel(logging.ERROR + 1)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        for lg, level in saved:
-            lg.setLevel(level)
 
 
 def triage(path, function: str = "example", *, backend: str = "inductor", mode: str | None = None,
@@ -856,16 +786,6 @@ def _findings(report: Report, breaks: list[BreakRecord], dev: str, path: Path) -
     report.bet = f"{bet.verdict(s['calls'])} ({why})"
 
 
-def _cause(row: dict, path) -> tuple[str, str]:
-    """(cause, where) of one variant's recompile: chapter 26's classes, a shape one refined (branch, 0/1, mismatch)."""
-    cause = classify(row["reason"])
-    if cause in ("shape", "0/1 size"):
-        refined, where = shape_cause(row.get("raw_reason") or row["reason"], path)
-        if refined:
-            return refined, where
-    return cause, ""
-
-
 def _state_cure(name: str) -> str:
     if name.startswith("self."):
         return (f"an int attribute of an nn.Module is a constant to Dynamo: make `{name}` a tensor buffer updated in "
@@ -979,11 +899,6 @@ def _recompiles_finding(d: dict, path=None) -> Finding:
         f.add("one shape recompile that later sizes reuse is automatic dynamic at work: the second size "
               "makes the changing dimension symbolic", "shapes")
     return f
-
-
-def _recompiled(rows: list[dict]) -> list[dict]:
-    """The variants that really recompiled: a guard failed and a new graph compiled (the limit did not refuse it)."""
-    return [r for r in rows if r["recompiles"] and not r["limit_hit"] and not r["error"]]
 
 
 def _guards_finding(d: dict) -> Finding:

@@ -31,6 +31,7 @@ from pathlib import Path
 from ..core.env import REPO_ROOT, CourseError
 from ..core.private import private
 from ..dynamo.guards import recompile_log
+from .recompiles import classify
 
 # ------------------------------------------------------------------------------------------- call watch
 
@@ -258,8 +259,6 @@ def grad_state(model, outputs) -> dict:
     import torch
 
     params = list(model.parameters()) if isinstance(model, torch.nn.Module) else []
-    from .triage import _tensors  # noqa: PLC0415 - the same walk the triage uses
-
     outs = list(_tensors(outputs))
     return {"grad_enabled": torch.is_grad_enabled(),
             "params_requiring_grad": sum(p.requires_grad for p in params), "params": len(params),
@@ -334,3 +333,87 @@ def chapter_url(name: str) -> str | None:
     """The book's page of chapter ``name`` (``ch26_recompiles`` → ``…/chapters/ch26_recompiles.html``)."""
     base = book_url()
     return f"{base}chapters/{name}.html" if base else None
+
+
+# ---------------------------------------------------------------------- shared with triage.py and triage_fixes.py
+
+def _error_text(exc: BaseException) -> str:
+    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+    head = " ".join(lines[:2]) if len(lines) > 1 and lines[0].endswith(":") else (lines[0] if lines else "")
+    return f"{type(exc).__name__}: {head}".rstrip(": ")
+
+def _tensors(value):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _tensors(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _tensors(v)
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+
+def _timed(thunk, device: str) -> tuple[object, float]:
+    _sync(device)
+    t0 = time.perf_counter()
+    out = thunk()
+    _sync(device)
+    return out, time.perf_counter() - t0
+
+def _max_difference(a, b) -> tuple[float, float] | None:
+    """(largest |a - b|, the tolerance it is held to) over the outputs' tensors; None if they hold none alike.
+
+    The tolerance is relative to the largest eager value: 1e-3 in float32/float64, looser in the half types
+    (a few units of their precision), where a fused kernel's different order of operations shows more.
+    """
+    import torch
+
+    ta, tb = list(_tensors(a)), list(_tensors(b))
+    if not ta or len(ta) != len(tb) or any(x.shape != y.shape for x, y in zip(ta, tb)):
+        return None
+    worst, scale, rtol = 0.0, 1.0, 1e-3
+    for x, y in zip(ta, tb):
+        if x.numel():
+            xd, yd = x.detach().double(), y.detach().double()
+            worst = max(worst, float((xd - yd).abs().max()))
+            scale = max(scale, float(yd.abs().max()))
+            rtol = max(rtol, {torch.float16: 1e-2, torch.bfloat16: 3e-2}.get(x.dtype, 1e-3))
+    return worst, rtol * scale
+
+@contextlib.contextmanager
+def _dynamo_quiet():
+    """Dynamo's and Inductor's own warnings collected, not printed (the report says what matters)."""
+    import logging
+    import warnings
+
+    names = ("torch._dynamo", "torch._inductor")
+    saved = [(logging.getLogger(n), logging.getLogger(n).level) for n in names]
+    for lg, _ in saved:
+        lg.setLevel(logging.ERROR + 1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        for lg, level in saved:
+            lg.setLevel(level)
+
+def _cause(row: dict, path) -> tuple[str, str]:
+    """(cause, where) of one variant's recompile: chapter 26's classes, a shape one refined (branch, 0/1, mismatch)."""
+    cause = classify(row["reason"])
+    if cause in ("shape", "0/1 size"):
+        refined, where = shape_cause(row.get("raw_reason") or row["reason"], path)
+        if refined:
+            return refined, where
+    return cause, ""
+
+def _recompiled(rows: list[dict]) -> list[dict]:
+    """The variants that really recompiled: a guard failed and a new graph compiled (the limit did not refuse it)."""
+    return [r for r in rows if r["recompiles"] and not r["limit_hit"] and not r["error"]]

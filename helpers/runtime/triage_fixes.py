@@ -27,6 +27,7 @@ from ..core.private import private
 from ..dynamo.graph_breaks import break_records
 from ..dynamo.logs import capture_logs
 from ..dynamo.state import clear_compile_state
+from .triage_checks import _cause, _dynamo_quiet, _error_text, _max_difference, _recompiled, _tensors, _timed
 
 _LOG_CALL = re.compile(r"\.(debug|info|warning|warn|error|exception|critical|log|\w+_once)\s*\(")
 
@@ -46,8 +47,6 @@ def logging_methods(breaks: list[dict]) -> list[str]:
 
 def _varying_dims(example, variants) -> list[tuple[int, int]]:
     """(tensor index, dim) of every dimension whose size differs between the example and a variant."""
-    from .triage import _tensors
-
     base = list(_tensors((example.args, example.kwargs)))
     dims = set()
     for v in variants:
@@ -63,8 +62,6 @@ def trial(model, example, variants, kw: dict, dev: str, *, mark: list | None = N
     """Compile ``model`` afresh with ``kw`` (and ``patch``, a config context), run the example then each variant."""
     import torch
 
-    from .triage import _dynamo_quiet, _max_difference, _timed
-
     eager = [c.copy().run(model) for c in [example] + variants]
     clear_compile_state()
     converted: list = []
@@ -76,11 +73,9 @@ def trial(model, example, variants, kw: dict, dev: str, *, mark: list | None = N
             compiled = torch.compile(model, **kw)
             first = example.copy()
             tensors = []
-            from .triage import _tensors
-
             tensors = list(_tensors((first.args, first.kwargs)))
             for i, d in mark or []:
-                torch._dynamo.mark_dynamic(tensors[i], d)
+                private("torch._dynamo.mark_dynamic")(tensors[i], d)
             seconds, worst, ok = 0.0, 0.0, True
             for call, ref in zip([first] + [v.copy() for v in variants], eager):
                 before = len(converted)
@@ -96,8 +91,6 @@ def trial(model, example, variants, kw: dict, dev: str, *, mark: list | None = N
             out.update(compiles=len(converted), breaks=len(break_records(bl.messages("graph_breaks"))),
                        compile_s=seconds, steady_s=steady, matches=ok, max_difference=worst)
     except Exception as exc:  # noqa: BLE001 - a cure that fails is a measured result too
-        from .triage import _error_text
-
         out["error"] = _error_text(exc)
     finally:
         handle.remove()
@@ -107,8 +100,6 @@ def trial(model, example, variants, kw: dict, dev: str, *, mark: list | None = N
 
 def try_fixes(report, model, example, variants, dev: str) -> list[dict]:
     """Each applicable cure, measured against a baseline: [{"fix", "for", "how", "baseline", "fixed"}, ...]."""
-    from .triage import _cause, _recompiled
-
     d, s = report.data, report.settings
     kw = {"backend": s["backend"], "dynamic": s["dynamic"]} | ({"mode": s["mode"]} if s["mode"] else {})
     tries = []

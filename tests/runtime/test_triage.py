@@ -99,7 +99,10 @@ def test_a_new_batch_size_recompiles_once_then_the_dynamic_graph_is_reused():
     text = " ".join(ln.text for ln in f.lines)
     assert "a size mismatch before automatic dynamic" in text and "mark_dynamic" in text and "0/1" not in text
     # --try-fixes: both cures compile one frame instead of two, and the outputs still match
-    _check_fixes(r, ["dynamic=True", "mark_dynamic"])
+    rows = r.data["fixes"]
+    assert [row["fix"] for row in rows] == ["dynamic=True", "mark_dynamic"] and r.findings[-1].key == "fixes"
+    assert all((row["baseline"]["compiles"], row["fixed"]["compiles"]) == (2, 1) and row["fixed"]["matches"]
+               for row in rows)
     assert "input tensor 0 dim 0" in r.data["fixes"][1]["how"]
 
 
@@ -274,29 +277,6 @@ def test_reduce_overhead_without_autograd_has_no_pending_backward_finding():
     d["grad"].update(grad_enabled=True, outputs_requiring_grad=1)
     f = _cudagraphs_finding(d, s, "cuda")
     assert f.status == "problem" and "Unable to hit fast path" in f.lines[0].text
-
-
-def test_try_fixes_ignores_the_logging_call_that_breaks_the_graph():
-    from helpers.runtime.triage_fixes import logging_methods
-
-    r = triage(CASES / "log_break.py", backend="eager", rounds=1, repeats=2, try_fixes=True)
-    assert logging_methods(r.data["breaks"]) == ["warning"]
-    _check_fixes(r, [("ignore_logging_functions", "ignore_logger_methods")])
-    [row] = r.data["fixes"]
-    assert (row["baseline"]["breaks"], row["fixed"]["breaks"]) == (1, 0)
-
-
-def _check_fixes(r, names):
-    rows = r.data["fixes"]
-    f = r.finding("fixes")
-    assert f.status == "note" and r.findings[-1] is f and len(rows) == len(names)
-    assert all(row["fix"] in (n if isinstance(n, tuple) else (n,)) for row, n in zip(rows, names))
-    for row in rows:
-        base, fixed = row["baseline"], row["fixed"]
-        assert not base["error"] and not fixed["error"]
-        assert (base["compiles"], fixed["compiles"]) == (2, 1) and fixed["matches"]
-        assert fixed["compile_s"] > 0 and fixed["steady_s"] > 0
-    assert all("frames compiled 2 → 1" in ln.text and "still match eager" in ln.text for ln in f.lines[:len(rows)])
 
 
 def test_describe_and_call():

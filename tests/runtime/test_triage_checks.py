@@ -1,0 +1,48 @@
+"""Unit tests of helpers/runtime/triage_checks.py: the triage's readings of torch's messages (chapter 30).
+
+The end-to-end checks (every call watched, the limit, purity, autograd under CUDA graphs, ISA probes) run
+through the triage on planted models in tests/runtime/test_triage.py.
+"""
+from helpers.runtime.triage_checks import (autograd_under_cudagraphs, book_url, changing_state, chapter_url,
+                                           limit_frames, shape_cause)
+
+BRANCH = ("2 <= x.size()[0] <= 16  # if x.shape[0] > 16:  # mp/s.py:4 in f (user code shown is first use of this "
+          "value--the guard itself is not due user code but due to 0/1 specialization in the framework; to avoid "
+          "specialization try torch._dynamo.decorators.mark_unbacked(tensor, dim)) and if x.shape[0] > 16:  # "
+          "mp/s.py:4 in f (_dynamo/variables/tensor.py:2606 in evaluate_expr)")
+
+
+def test_a_shape_guard_is_read_for_its_cause():
+    # the guard torch 2.13 writes for `if x.shape[0] > 16:` after automatic dynamic (path suffix, as torch cuts it)
+    assert shape_cause(BRANCH, "/tmp/s.py") == ("branch", "s.py:4 in f: if x.shape[0] > 16:")
+    assert shape_cause("tensor 'x' size mismatch at index 0. expected 4, actual 8") == ("size mismatch", "")
+    assert shape_cause("tensor 'x' size mismatch at index 0. expected 4, actual 1")[0] == "0/1 size"
+    zero_one = ("2 <= x.size()[0]  # return torch.sin(x)  # s.py:5 in f (user code shown is first use of this "
+                "value--the guard itself is not due user code but due to 0/1 specialization in the framework)")
+    assert shape_cause(zero_one)[0] == "0/1 size"
+    assert shape_cause("G['step'] == 3") == ("", "")
+
+
+def test_a_counter_guard_names_the_state_and_a_limit_warning_names_the_frame():
+    assert changing_state(["G['step'] == 0", "G['step'] == 1"]) == "step"
+    assert changing_state(["self.calls == 7"]) == "self.calls"
+    assert changing_state(["name == 'relu'"]) is None and changing_state([]) is None
+    warning = ("torch._dynamo hit config.recompile_limit (8)\n   function: 'forward' (/a/b/t1.py:13)\n"
+               "   last reason: 0/7: G['step'] == 7")
+    assert limit_frames([warning]) == [{"limit": "recompile_limit", "value": 8, "function": "forward",
+                                        "file": "/a/b/t1.py", "line": 13}]
+
+
+def test_autograd_under_cuda_graphs_needs_reduce_overhead_inductor_and_outputs_that_require_grad():
+    g = {"grad_enabled": True, "outputs_requiring_grad": 1}
+    assert autograd_under_cudagraphs(g, "reduce-overhead", "inductor")
+    assert not autograd_under_cudagraphs(g, None, "inductor")
+    assert not autograd_under_cudagraphs(g, "reduce-overhead", "eager")
+    assert not autograd_under_cudagraphs({"grad_enabled": False, "outputs_requiring_grad": 0}, "reduce-overhead",
+                                         "inductor")
+
+
+def test_chapter_links_point_at_the_published_book():
+    # _config.yml has no html.baseurl: the GitHub Pages address of its repository
+    assert book_url() == "https://torch-compile-opened-up.github.io/course/"
+    assert chapter_url("ch26_recompiles") == "https://torch-compile-opened-up.github.io/course/chapters/ch26_recompiles.html"
