@@ -45,7 +45,7 @@ from .cudagraphs import LaunchBudget, eager_ops, skip_log, skip_reason
 from .recompiles import CURES
 from .triage_checks import (SHAPE_CURES, CallWatch, _cause, _dynamo_quiet, _error_text, _max_difference, _recompiled,
                             _tensors, _timed, autograd_under_cudagraphs, changing_state, chapter_url, grad_state,
-                            isa_probe_time, purity, random_modules)
+                            isa_probe_time, launches_and_library_calls, purity, random_modules)
 
 _checks_file = sys.modules[CallWatch.__module__].__file__  # the triage's own frames, left out of tracebacks
 
@@ -593,8 +593,9 @@ def _compile_and_measure(report: Report, model, example: Call, variants: list[Ca
         if code is not None:
             mods = [InductorOutput([src]) for src in code.sources]
             data["kernels_first"] = [m.kernels for m in mods[:first_modules]]
-            data["launches_first"] = [m.launches for m in mods[:first_modules]]
-            data["library_calls_first"] = [m.extern_calls for m in mods[:first_modules]]
+            counted = [launches_and_library_calls(src, m.kernels) for src, m in zip(code.sources, mods)]
+            data["launches_first"] = [n for n, _ in counted[:first_modules]]  # graph partitions included
+            data["library_calls_first"] = [calls for _, calls in counted[:first_modules]]
             data["kernel_language"] = next((m.kernel_language for m in mods if m.kernel_language), None)
             data["modules_total"] = len(mods)
             data["kernels_total"] = sum(len(m.kernels) for m in mods)
@@ -1020,15 +1021,15 @@ def _autograd_cudagraphs(f: Finding, g: dict, dev: str) -> None:
     f.status = "problem" if dev == "cuda" else "note"
     f.add(("" if dev == "cuda" else "on a GPU (not here: a CPU has no CUDA graphs): ")
           + f"the compiled calls run with autograd on ({g['params_requiring_grad']} of {g['params']} parameters and "
-          f"{g['outputs_requiring_grad']} of {g['outputs']} output tensors require grad) and the triage never calls "
+          f"{g['outputs_requiring_grad']} of {g['outputs']} output tensors require grad) and nothing calls "
           "backward. torch.compile then builds a training graph, and cudagraph trees "
           "(torch/_inductor/cudagraph_trees.py) mark each forward as waiting for its backward "
-          "(running_forwards_with_pending_backwards): while that backward is pending and the previous call's "
-          "outputs are alive, can_start_new_generation() is False, so a new call cannot start over from the "
-          "recorded graph; it runs the warm-up path (run_eager, in the CUDA graph memory pool) or records "
-          "again, instead of one replay, and torch warns \"Unable to hit fast path of CUDAGraphs because outputs "
-          "from a previous step still require backward\". No graph is counted as skipped, yet the calls do not "
-          "replay: the steady time above is not reduce-overhead's", "cudagraphs")
+          "(running_forwards_with_pending_backwards). While that backward is pending and the previous call's "
+          "output is still alive (a loop `out = model(x)` keeps it until the next call returns), "
+          "can_start_new_generation() is False: the new call cannot go back to the recorded graph, so it records "
+          "a new CUDA graph as a child of the last one, on every call, instead of replaying, and torch warns once "
+          "that it is \"Unable to hit fast path of CUDAGraphs\". No graph is counted as skipped. The triage's "
+          "own timing drops each output, so its calls can replay; the reader's loop may not", "cudagraphs")
     f.add("what to do: for inference, call the model under torch.no_grad() or torch.inference_mode() (the triage: "
           "--no-grad; model.eval() alone leaves autograd on); for training, time a real step, forward then "
           "backward, so each forward's backward runs before the next call (or call "
@@ -1052,7 +1053,10 @@ def _kernels_finding(d: dict, s: dict) -> Finding:
     library = [c for mod in d["library_calls_first"] for c in mod]
     lang = d.get("kernel_language") or "no"
     f.add(f"Inductor generated {len(kernels)} {lang} kernel(s) in {len(d['kernels_first'])} module(s) for the "
-          f"example inputs; a call runs {launches} generated kernel(s) and {len(library)} library call(s)"
+          + (f"example inputs; a call runs {launches} generated kernel(s) and {len(library)} library call(s)"
+             if launches or not kernels else
+             "example inputs; their launches were not found in the wrapper's call() or its graph partitions "
+             "(a wrapper layout the triage does not read yet), so the launches per call are not counted here")
           + (f" ({', '.join(dict.fromkeys(library))})" if library else "")
           + (f", where {eager_line}" if eager_line else ""), "kernels")
     if n_ops is not None and launches:

@@ -272,6 +272,34 @@ def autograd_under_cudagraphs(state: dict, mode: str | None, backend: str) -> bo
         and state["outputs_requiring_grad"] > 0
 
 
+# ------------------------------------------------------------------------------------ wrapper launches
+
+_LIBRARY_CALL = re.compile(r"\b(extern_kernels\.\w+|torch\.ops\.\w+\.\w+(?:\.\w+)?)\(")
+
+
+def wrapper_bodies(source: str) -> str:
+    """The bodies of the wrapper's ``call(args)`` and of every graph partition it calls (``partition_0(args)``).
+
+    Under ``mode="reduce-overhead"`` on a GPU Inductor partitions the graph around what CUDA graphs cannot
+    hold: ``call`` then only calls ``partition_0``, and the kernel launches sit in the partition's body.
+    """
+    bodies = []
+    for match in re.finditer(r"^( *)def (?:call|partition_\d+)\((?:self, )?args\):\n", source, re.M):
+        indent = len(match.group(1))
+        for line in source[match.end():].splitlines():
+            if line.strip() and (len(line) - len(line.lstrip())) <= indent:
+                break
+            bodies.append(line)
+    return "\n".join(bodies)
+
+
+def launches_and_library_calls(source: str, kernels: list[str]) -> tuple[int, list[str]]:
+    """Generated-kernel launches and library calls per call of one wrapper module (its partitions included)."""
+    body = [ln for ln in wrapper_bodies(source).splitlines() if not ln.strip().startswith("#")]
+    launches = sum(1 for ln in body if any(re.search(rf"\b{re.escape(n)}(\.run)?\(", ln) for n in kernels))
+    return launches, [m.group(1) for ln in body for m in _LIBRARY_CALL.finditer(ln)]
+
+
 # ------------------------------------------------------------------------------------------- ISA probes
 
 @contextlib.contextmanager

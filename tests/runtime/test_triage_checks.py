@@ -46,3 +46,14 @@ def test_chapter_links_point_at_the_published_book():
     # _config.yml has no html.baseurl: the GitHub Pages address of its repository
     assert book_url() == "https://torch-compile-opened-up.github.io/course/"
     assert chapter_url("ch26_recompiles") == "https://torch-compile-opened-up.github.io/course/chapters/ch26_recompiles.html"
+
+
+def test_launches_are_counted_inside_graph_partitions():
+    # the shape of a reduce-overhead wrapper on a GPU (torch 2.11, H200): call() only calls partition_0
+    from helpers.runtime.triage_checks import launches_and_library_calls
+
+    source = ("def partition_0(args):\n    buf0 = empty()\n    triton_per_fused_norm_0.run(buf0, stream=s)\n"
+              "    extern_kernels.mm(buf0, w, out=buf1)\n    triton_poi_fused_add_1.run(buf1)\n    return (buf1,)\n\n"
+              "class Runner:\n    def call(self, args):\n        (out,) = self.partitions[0](args)\n        return out\n")
+    assert launches_and_library_calls(source, ["triton_per_fused_norm_0", "triton_poi_fused_add_1"]) == (
+        2, ["extern_kernels.mm"])
