@@ -3,7 +3,9 @@
 The reader gives a Python file and a function in it that returns ``(model, inputs)`` or ``(model, inputs,
 variants)``. The triage checks the example inputs eagerly, compiles the model once, and reports, in the
 order a reader should debug: graph breaks (chapter 10's log records, ``helpers.dynamo.graph_breaks``),
-recompiles over the variants (chapter 6's ``recompile_log``, chapter 26's ``classify`` and ``CURES``),
+recompiles over every call it makes, phase by phase (``triage_checks.CallWatch``: chapter 6's
+``recompile_log`` and Dynamo's guard-complete hook; chapter 26's ``classify`` and ``CURES``, a shape cause
+refined by ``triage_checks.shape_cause``),
 guards (chapter 6's ``guard_leaves``), compile time (``helpers.runtime.compile_time``), eager vs compiled
 steady time (``helpers.core.timing``: GPU time and wall on a GPU, this thread's CPU time on a CPU),
 CUDA-graph skips under ``mode="reduce-overhead"`` (chapter 25's ``skip_log``), the generated kernels
@@ -468,7 +470,8 @@ def _add_fixes(report: Report, model, example: Call, variants: list[Call], dev: 
             f.add(f"{r['fix']} for {r['for']}: the trial failed: {x['error'] or b['error']}", chapter)
             continue
         f.add(f"{r['fix']} for {r['for']} ({r['how']}): frames compiled {b['compiles']} → {x['compiles']}, graph "
-              f"breaks {b['breaks']} → {x['breaks']}, compiling calls {_s(b['compile_s'])} → {_s(x['compile_s'])} of "
+              f"breaks {b['breaks']} → {x['breaks']}, compiling calls {_s(b['compile_s'])} → "
+              f"{_s(x['compile_s'])} of "
               f"wall time, steady compiled call {_s(b['steady_s'])} → {_s(x['steady_s'])}; outputs "
               + ("still match eager" if x["matches"] else f"NO LONGER match eager (up to {x['max_difference']:.3g})"),
               chapter)

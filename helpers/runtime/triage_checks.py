@@ -10,7 +10,8 @@
 - ``purity``: does eager give the same output twice on the same inputs, and with the same seed? Tells
   randomness (dropout in training mode: a note) from Python state that changes between calls.
 - ``autograd_under_cudagraphs``: reduce-overhead on a model whose outputs require grad, called without
-  backward (cudagraph trees keep warming up: ``running_forwards_with_pending_backwards``).
+  backward (cudagraph trees record a new graph per call while the previous output waits for its backward:
+  ``running_forwards_with_pending_backwards``).
 - ``isa_probe_time``: the seconds the first call spent in Inductor's per-cache-folder ISA probe builds
   and the precompiled header (CPU).
 - ``book_url``: a chapter's page in the published book (from ``_config.yml``).

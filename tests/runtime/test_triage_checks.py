@@ -45,7 +45,8 @@ def test_autograd_under_cuda_graphs_needs_reduce_overhead_inductor_and_outputs_t
 def test_chapter_links_point_at_the_published_book():
     # _config.yml has no html.baseurl: the GitHub Pages address of its repository
     assert book_url() == "https://torch-compile-opened-up.github.io/course/"
-    assert chapter_url("ch26_recompiles") == "https://torch-compile-opened-up.github.io/course/chapters/ch26_recompiles.html"
+    assert chapter_url("ch26_recompiles") == ("https://torch-compile-opened-up.github.io/course/chapters/"
+                                              "ch26_recompiles.html")
 
 
 def test_launches_are_counted_inside_graph_partitions():
@@ -54,6 +55,7 @@ def test_launches_are_counted_inside_graph_partitions():
 
     source = ("def partition_0(args):\n    buf0 = empty()\n    triton_per_fused_norm_0.run(buf0, stream=s)\n"
               "    extern_kernels.mm(buf0, w, out=buf1)\n    triton_poi_fused_add_1.run(buf1)\n    return (buf1,)\n\n"
-              "class Runner:\n    def call(self, args):\n        (out,) = self.partitions[0](args)\n        return out\n")
+              "class Runner:\n    def call(self, args):\n        (out,) = self.partitions[0](args)\n"
+              "        return out\n")
     assert launches_and_library_calls(source, ["triton_per_fused_norm_0", "triton_poi_fused_add_1"]) == (
         2, ["extern_kernels.mm"])
