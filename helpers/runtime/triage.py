@@ -465,7 +465,8 @@ def _add_fixes(report: Report, model, example: Call, variants: list[Call], dev: 
               "break)", "recompiles")
     for r in rows:
         b, x = r["baseline"], r["fixed"]
-        chapter = "shapes" if r["for"] == "the shape recompiles" else "graph_breaks"
+        chapter = {"the shape recompiles": "shapes", "the logging graph break": "graph_breaks"}.get(r["for"],
+                                                                                                 "cudagraphs")
         if x["error"] or b["error"]:
             f.add(f"{r['fix']} for {r['for']}: the trial failed: {x['error'] or b['error']}", chapter)
             continue

@@ -1,13 +1,15 @@
 """``--try-fixes``: apply a finding's mechanical cure, compile again and measure what it changed (chapter 30).
 
-Two cures are tried, each against a baseline run the same way (a fresh compile state, the example inputs,
+Three cures are tried, each against a baseline run the same way (a fresh compile state, the example inputs,
 then every variant, then the steady timing), so the numbers compare like with like:
 
 - a shape recompile over the variants: ``dynamic=True``, and ``torch._dynamo.mark_dynamic`` on each
   dimension whose size differs between the example inputs and the variants;
 - a graph break at a logging call: the ``logging.Logger`` methods the breaking lines call, added to
   ``torch._dynamo.config.ignore_logging_functions`` (``ignore_logger_methods`` on older torch). The message
-  is then dropped inside compiled code: the report says so.
+  is then dropped inside compiled code: the report says so;
+- reduce-overhead on calls whose outputs require grad, with no backward: every call under
+  ``torch.no_grad()`` (an inference graph; the right cure only if the reader's calls are inference).
 
 Each trial reports the frames compiled, graph breaks, the wall seconds of the calls that compiled (the
 first call and the variants), the steady compiled time on the example inputs and whether every output
@@ -27,7 +29,8 @@ from ..core.private import private
 from ..dynamo.graph_breaks import break_records
 from ..dynamo.logs import capture_logs
 from ..dynamo.state import clear_compile_state
-from .triage_checks import _cause, _dynamo_quiet, _error_text, _max_difference, _recompiled, _tensors, _timed
+from .triage_checks import (_cause, _dynamo_quiet, _error_text, _max_difference, _recompiled, _tensors, _timed,
+                            autograd_under_cudagraphs)
 
 _LOG_CALL = re.compile(r"\.(debug|info|warning|warn|error|exception|critical|log|\w+_once)\s*\(")
 
@@ -58,18 +61,21 @@ def _varying_dims(example, variants) -> list[tuple[int, int]]:
 
 
 def trial(model, example, variants, kw: dict, dev: str, *, mark: list | None = None, patch=None,
-          rounds: int = 1, repeats: int = 5) -> dict:
-    """Compile ``model`` afresh with ``kw`` (and ``patch``, a config context), run the example then each variant."""
+          grad_off: bool = False, rounds: int = 1, repeats: int = 5) -> dict:
+    """Compile ``model`` afresh with ``kw`` (and ``patch``, a config context; ``grad_off``: every call under
+    ``torch.no_grad()``), run the example then each variant, then time the example."""
     import torch
 
-    eager = [c.copy().run(model) for c in [example] + variants]
+    grad = torch.no_grad if grad_off else contextlib.nullcontext
+    with grad():
+        eager = [c.copy().run(model) for c in [example] + variants]
     clear_compile_state()
     converted: list = []
     handle = private("torch._dynamo.convert_frame.register_bytecode_hook")(lambda old, new: converted.append(old))
     out = {"error": ""}
     try:
         with contextlib.redirect_stdout(io.StringIO()), _dynamo_quiet(), (patch or contextlib.nullcontext()), \
-                capture_logs("graph_breaks") as bl:
+                capture_logs("graph_breaks") as bl, grad():
             compiled = torch.compile(model, **kw)
             first = example.copy()
             tensors = []
@@ -114,6 +120,11 @@ def try_fixes(report, model, example, variants, dev: str) -> list[dict]:
             tries.append(("mark_dynamic", "the shape recompiles",
                           f"torch._dynamo.mark_dynamic on {what} of the example inputs before the first call",
                           {"kw": kw, "mark": dims}))
+    g = d.get("grad")
+    if g and autograd_under_cudagraphs(g, s["mode"], s["backend"]):
+        tries.append(("torch.no_grad()", "autograd under CUDA graphs (if this is inference)",
+                      "every call under torch.no_grad(): an inference graph, no pending backward",
+                      {"kw": kw, "grad_off": True}))
     methods = logging_methods(d.get("breaks", []))
     if methods:
         config = private("torch._dynamo.config")
@@ -130,6 +141,6 @@ def try_fixes(report, model, example, variants, dev: str) -> list[dict]:
     out = []
     for fix, target, how, args in tries:
         fixed = trial(model, example, variants, args["kw"], dev, mark=args.get("mark"), patch=args.get("patch"),
-                      rounds=rounds, repeats=repeats)
+                      grad_off=args.get("grad_off", False), rounds=rounds, repeats=repeats)
         out.append({"fix": fix, "for": target, "how": how, "baseline": base, "fixed": fixed})
     return out

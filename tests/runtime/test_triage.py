@@ -241,7 +241,7 @@ def test_inductor_end_to_end_kernels_cache_isa_probes_and_autograd_under_reduce_
     vec = private("torch._inductor.cpu_vec_isa.VecISA")
     vec._VecISA__bool__impl.cache_clear()  # forget this process's probe results: the first call probes again
     private("torch._inductor.cpu_vec_isa.valid_vec_isa_list").cache_clear()
-    r = triage(CASES / "fused_train.py", mode="reduce-overhead", **QUICK)
+    r = triage(CASES / "fused_train.py", mode="reduce-overhead", try_fixes=True, **QUICK)
     d = r.data
     assert r.error is None and statuses(r)["result"] == "ok" and d["graphs"] == 1
     [kernels] = d["kernels_first"]
@@ -265,6 +265,10 @@ def test_inductor_end_to_end_kernels_cache_isa_probes_and_autograd_under_reduce_
     text = " ".join(ln.text for ln in cg.lines)
     assert cg.status == "note" and "running_forwards_with_pending_backwards" in text  # "problem" on a GPU
     assert "torch.no_grad()" in text and "inference_mode" in text and "backward" in cg.lines[-1].text
+    # --try-fixes: the same calls under torch.no_grad() compile an inference graph that still matches eager
+    [fix] = r.data["fixes"]
+    assert fix["fix"] == "torch.no_grad()" and not fix["fixed"]["error"] and fix["fixed"]["matches"]
+    assert fix["baseline"]["compiles"] == fix["fixed"]["compiles"] == 1 and r.findings[-1].key == "fixes"
 
 
 def test_reduce_overhead_without_autograd_has_no_pending_backward_finding():
