@@ -153,6 +153,7 @@ QUOTED: list[Gathered] = [
     G("ch25", "ro_keep_vs_ro", "slow", None, "reduce-overhead with the addmm rewrite ÷ with addmm kept", ".2f"),
     G("ch25", "keep_same_kernel", "slow", None, "with addmm kept, the same matrix-product kernel", ""),
     G("ch25", "keep_eager_kernel", "slow", None, "with addmm kept, eager's matrix-product kernel", ""),
+    G("ch25", "cublaslt_mm_lt_is_eager", "slow", None, "a plain mm with cuBLASLt preferred: eager's kernel", ""),
 ]
 del G
 
