@@ -47,7 +47,8 @@ from .cudagraphs import LaunchBudget, eager_ops, skip_log, skip_reason
 from .recompiles import CURES
 from .triage_checks import (SHAPE_CURES, CallWatch, _cause, _dynamo_quiet, _error_text, _max_difference, _recompiled,
                             _tensors, _timed, autograd_under_cudagraphs, changing_state, chapter_url, grad_state,
-                            isa_probe_time, launches_and_library_calls, purity, random_modules)
+                            isa_probe_time, kept_output_loop, launches_and_library_calls, purity,
+                            random_modules)
 
 _checks_file = sys.modules[CallWatch.__module__].__file__  # the triage's own frames, left out of tracebacks
 
@@ -588,6 +589,12 @@ def _compile_and_measure(report: Report, model, example: Call, variants: list[Ca
                              "limit_hit": bool(ph.limit), "hits": ph.hits, "misses": ph.misses,
                              "eager_runs": ph.eager_runs, "error": failed})
             data["variants"] = rows
+            if dev == "cuda" and autograd_under_cudagraphs(data["grad"], s["mode"], s["backend"]):
+                try:  # what the reader's `out = model(x)` loop gets: recordings or replays (ch25)
+                    with watch.phase("the kept-output loop", example.describe(), calls=5):
+                        data["kept_output_loop"] = kept_output_loop(lambda: example.run(compiled), calls=5)
+                except Exception as exc:  # noqa: BLE001 - a measurement the report can do without
+                    data["kept_output_loop"] = {"error": _error_text(exc)}
             data["phases"] = [asdict(p) | {"eager_runs": p.eager_runs} for p in watch.phases]
             data["calls"] = watch.totals()
             data["guard_hook"] = watch.hook_ok
@@ -812,7 +819,8 @@ def _recompiles_finding(d: dict, path=None) -> Finding:
         limit_n = dynamo_setting("recompile_limit")
     if tot:
         f.add(f"the triage called the compiled model {tot['calls']} time(s) (the first call, "
-              f"{steady['calls'] if steady else 0} in the steady timing on the same inputs, {len(rows)} variant(s)): "
+              f"{steady['calls'] if steady else 0} in the steady timing on the same inputs, {len(rows)} variant(s)"
+              + (", 5 keeping the previous output" if "the kept-output loop" in phases else "") + "): "
               f"{tot['compiles']} frame compile(s), of which {tot['recompiled']} recompile(s); "
               f"{tot['eager_runs']} frame call(s) ran eagerly (no cached graph accepted them and none was compiled)"
               + ("" if d.get("guard_hook", True) else " (this torch has no guard hook: eager runs not counted)"),
@@ -995,7 +1003,7 @@ def _cudagraphs_finding(d: dict, s: dict, dev: str) -> Finding:
         return f
     g = d.get("grad")
     if g and autograd_under_cudagraphs(g, s["mode"], s["backend"]):
-        _autograd_cudagraphs(f, g, dev)
+        _autograd_cudagraphs(f, g, dev, d)
         if dev != "cuda":
             return f
     if sk is None:
@@ -1020,7 +1028,7 @@ def _cudagraphs_finding(d: dict, s: dict, dev: str) -> Finding:
     return f
 
 
-def _autograd_cudagraphs(f: Finding, g: dict, dev: str) -> None:
+def _autograd_cudagraphs(f: Finding, g: dict, dev: str, d: dict | None = None) -> None:
     """reduce-overhead on calls whose outputs require grad, with no backward: what cudagraph trees do (ch25)."""
     f.status = "problem" if dev == "cuda" else "note"
     f.add(("" if dev == "cuda" else "on a GPU (not here: a CPU has no CUDA graphs): ")
@@ -1034,6 +1042,12 @@ def _autograd_cudagraphs(f: Finding, g: dict, dev: str) -> None:
           "a new CUDA graph as a child of the last one, on every call, instead of replaying, and torch warns once "
           "that it is \"Unable to hit fast path of CUDAGraphs\". No graph is counted as skipped. The triage's "
           "own timing drops each output, so its calls can replay; the reader's loop may not", "cudagraphs")
+    kept = (d or {}).get("kept_output_loop") or {}
+    if "record" in kept:
+        f.add(f"measured: {kept['calls']} calls that keep the previous output (`out = model(x)`) recorded "
+              f"{kept['record']} new CUDA graph(s) and replayed {kept['replay']}"
+              + (": every call paid for a recording, none for a replay" if kept["record"] >= kept["calls"] else ""),
+              "cudagraphs")
     f.add("what to do: for inference, call the model under torch.no_grad() or torch.inference_mode() (the triage: "
           "--no-grad; model.eval() alone leaves autograd on); for training, time a real step, forward then "
           "backward, so each forward's backward runs before the next call (or call "

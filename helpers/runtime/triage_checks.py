@@ -273,6 +273,44 @@ def autograd_under_cudagraphs(state: dict, mode: str | None, backend: str) -> bo
         and state["outputs_requiring_grad"] > 0
 
 
+@contextlib.contextmanager
+def cudagraph_calls():
+    """Count what cudagraph trees do per call: {"record": n, "replay": n, "warmup": n} (restored on exit).
+
+    Wraps ``CUDAGraphTreeManager.record_function`` (a new CUDA graph recorded), ``execute_node`` (a replay)
+    and ``run_eager`` (a warm-up run) in ``torch/_inductor/cudagraph_trees.py``; all three exist on torch
+    2.11 and 2.13 (the H200 check /work/gpu-checks/triage/ro_autograd.py counted them on 2.11).
+    """
+    counts = {"record": 0, "replay": 0, "warmup": 0}
+    cls = private("torch._inductor.cudagraph_trees.CUDAGraphTreeManager")
+    saved = []
+    for attr, key in (("record_function", "record"), ("execute_node", "replay"), ("run_eager", "warmup")):
+        original = getattr(cls, attr)
+
+        def counted(self, *a, __o=original, __k=key, **k):
+            counts[__k] += 1
+            return __o(self, *a, **k)
+
+        setattr(cls, attr, counted)
+        saved.append((attr, original))
+    try:
+        yield counts
+    finally:
+        for attr, original in saved:
+            setattr(cls, attr, original)
+
+
+def kept_output_loop(thunk, calls: int = 5) -> dict:
+    """Call ``thunk`` ``calls`` times the way a reader's loop does (``out = model(x)``: the previous output alive
+    during the next call) and count cudagraph trees' recordings and replays."""
+    with cudagraph_calls() as counts:
+        out = None
+        for _ in range(calls):
+            out = thunk()  # noqa: F841 - kept alive on purpose until the next call returns
+        del out
+    return dict(counts, calls=calls)
+
+
 # ------------------------------------------------------------------------------------ wrapper launches
 
 _LIBRARY_CALL = re.compile(r"\b(extern_kernels\.\w+|torch\.ops\.\w+\.\w+(?:\.\w+)?)\(")

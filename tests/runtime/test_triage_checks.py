@@ -59,3 +59,29 @@ def test_launches_are_counted_inside_graph_partitions():
               "        return out\n")
     assert launches_and_library_calls(source, ["triton_per_fused_norm_0", "triton_poi_fused_add_1"]) == (
         2, ["extern_kernels.mm"])
+
+
+def test_cudagraph_call_counting_wraps_and_restores_the_tree_manager():
+    # on a CPU nothing records; the wrappers must count through and leave the class as it was
+    from helpers.core.private import private
+    from helpers.runtime.triage_checks import cudagraph_calls, kept_output_loop
+
+    cls = private("torch._inductor.cudagraph_trees.CUDAGraphTreeManager")
+    before = (cls.record_function, cls.execute_node, cls.run_eager)
+    with cudagraph_calls() as counts:
+        assert cls.record_function is not before[0]
+    assert (cls.record_function, cls.execute_node, cls.run_eager) == before
+    assert counts == {"record": 0, "replay": 0, "warmup": 0}
+    assert kept_output_loop(lambda: 1, calls=3) == {"record": 0, "replay": 0, "warmup": 0, "calls": 3}
+
+
+def test_the_measured_kept_output_loop_is_reported():
+    from helpers.runtime.triage import _cudagraphs_finding
+
+    d = {"grad": {"grad_enabled": True, "params_requiring_grad": 6, "params": 6, "outputs_requiring_grad": 1,
+                  "outputs": 1, "training": True}, "cudagraph_skips": {"count": 0, "reasons": []},
+         "kept_output_loop": {"record": 5, "replay": 0, "warmup": 0, "calls": 5}}  # the H200's pattern (2.11)
+    f = _cudagraphs_finding(d, {"mode": "reduce-overhead", "backend": "inductor"}, "cuda")
+    assert f.status == "problem"
+    assert "5 calls that keep the previous output (`out = model(x)`) recorded 5 new CUDA graph(s) and replayed 0" in \
+        f.lines[1].text
