@@ -611,7 +611,7 @@ def break_even_right(pairs) -> bool | None:
     if pairs is None:
         return None
     def same(a, b):
-        if isinstance(a, (int, float)) and not isinstance(a, bool):
-            return (math.isinf(a) and math.isinf(b)) or a == b
+        if type(a) in (int, float):  # plain numbers only: a subclass could answer == as it likes
+            return (math.isinf(a) and math.isinf(b)) or float(a) == float(b)
         return False
     return all(same(a, b) for a, b in pairs)

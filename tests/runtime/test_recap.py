@@ -146,6 +146,14 @@ def test_the_break_even_check_runs_the_readers_function():
     assert recap.break_even_right(recap.break_even_check(raises)) is False
     assert recap.break_even_right(recap.break_even_check(None)) is None
 
+    class AlwaysEqual(int):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = int.__hash__
+
+    assert recap.break_even_right(recap.break_even_check(lambda *args: AlwaysEqual(0))) is False
+
 
 def test_the_series_values_come_from_the_records_where_only_they_ship(monkeypatch):
     """A pip-installed course (Colab) has helpers/canonical/*.json but no notebooks or text sources."""
