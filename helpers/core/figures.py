@@ -316,7 +316,8 @@ COUNT_NOUNS = {"graphs", "breaks", "kernels", "launches", "guards", "compiles", 
                "times", "bytes", "recompilations", "compilations", "lines", "symbols", "records", "restarts",
                "resumes", "rounds", "slots", "placeholders", "packets", "overloads", "operators", "steps",
                "threads", "cores", "elements", "loads", "stores", "loops", "tensors", "values", "changes",
-               "opcodes", "names", "reasons", "edges", "errors", "sites", "exercises", "tries", "attempts", "leaves"}
+               "opcodes", "names", "reasons", "edges", "errors", "sites", "exercises", "tries", "attempts", "leaves",
+               "skips", "recordings", "replays", "configs", "choices", "files", "buffers", "modules"}
 
 
 def unit_for(value, unit: str) -> str:
