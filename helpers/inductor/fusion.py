@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import torch  # the cases below are plain torch code, printed by the chapter as they are written
 
+from ..core.exercises import equal
 from .scheduler import Schedule, schedule
 from .traffic import pointwise_traffic
 
@@ -117,7 +118,7 @@ def nest_prediction(answer, runs: dict) -> object:
     got = [answer[k] for k in CASES] if isinstance(answer, dict) else list(answer)
     if len(got) != len(want):
         return f"give 8 counts, A to H; got {len(got)}"
-    wrong = [k for k, g, w in zip(CASES, got, want) if g != w]
+    wrong = [k for k, g, w in zip(CASES, got, want) if not equal(g, w, tol=0)]
     return want if not wrong else f"cases {', '.join(wrong)} differ from the run"
 
 
@@ -162,7 +163,7 @@ def predicted_nests(answer, n: int = 256):
     got = [answer[k] for k in PREDICT] if isinstance(answer, dict) else list(answer)
     if len(got) != len(want):
         return f"give {len(want)} counts, {', '.join(PREDICT)}; got {len(got)}"
-    wrong = [k for k, g, w in zip(PREDICT, got, want) if g != w]
+    wrong = [k for k, g, w in zip(PREDICT, got, want) if not equal(g, w, tol=0)]
     return want if not wrong else f"{', '.join(wrong)} differ from the compiled code"
 
 

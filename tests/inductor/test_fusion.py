@@ -25,6 +25,15 @@ def test_nest_prediction():
     assert "differ" in nest_prediction([1] * 8, runs)
     assert "8 counts" in nest_prediction([1, 2], runs)
 
+    class AlwaysEqual(int):
+        def __eq__(self, other):
+            return True
+
+        __ne__ = lambda self, other: False
+        __hash__ = int.__hash__
+
+    assert "differ" in nest_prediction([AlwaysEqual(9)] * 8, runs)   # compared as plain data (issue 29)
+
 
 def test_horizontal_reductions_fuse():
     s = run_case("E", n=64)
