@@ -177,7 +177,7 @@ def test_the_static_checks_catch_each_class_of_problem():
 # fixed code is tested on CPU (test_the_helpers_print_no_machine_path_and_no_nan), and the chapter's next GPU
 # run clears its page. Each names the run it excuses; once the chapter is republished the allowance is stale
 # and test_stale_output_allowances_name_the_published_run fails until it is removed.
-STALE_OUTPUTS = {"ch24_caches": "daec73d"}   # ch24's run of 2026-12-03 was lost in transfer (issue 24 note)
+STALE_OUTPUTS: dict[str, str] = {}   # chapter stem → commit of a published run allowed to show stale outputs
 
 
 def published_commit(stem: str) -> str:
