@@ -29,6 +29,14 @@ def _watched(name: str) -> bool:
     return name == "helpers" or name.startswith("helpers.") or name == "builtins"
 
 
+def _code_id(value) -> int:
+    """The identity of a function's code; an object whose ``__getattr__`` raises (a proxy) has none."""
+    try:
+        return id(getattr(value, "__code__", None))
+    except Exception:
+        return id(None)
+
+
 def snapshot() -> dict[str, tuple[int, int, bool]]:
     """The identity of every name in the course's modules (and builtins), and of each function's code."""
     snap = {}
@@ -45,10 +53,10 @@ def snapshot() -> dict[str, tuple[int, int, bool]]:
             if f"{modname}.{key}" in IGNORED:
                 continue
             flag = value is None or type(value) in (bool, int, float, str)  # a module's flag or counter
-            snap[f"{modname}.{key}"] = (id(value), id(getattr(value, "__code__", None)), flag)
+            snap[f"{modname}.{key}"] = (id(value), _code_id(value), flag)
             if isinstance(value, type) and str(getattr(value, "__module__", "")).startswith("helpers"):
                 for attr, inner in list(vars(value).items()):
-                    snap[f"{modname}.{key}.{attr}"] = (id(inner), id(getattr(inner, "__code__", None)), False)
+                    snap[f"{modname}.{key}.{attr}"] = (id(inner), _code_id(inner), False)
     return snap
 
 

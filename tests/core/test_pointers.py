@@ -33,10 +33,11 @@ def test_every_pointer_of_the_chapter_resolves_in_the_installed_torch(installed,
 def test_the_pointers_the_wheel_cannot_resolve_are_counted_apart(installed):
     version, results = installed
     tree = [r for rs in results.values() for r in rs if r.status == "source tree"]
-    # the C/C++ sources of torch/csrc/dynamo (ch03, ch06): marked, linked at the tag, never "resolved"
+    # the C/C++ sources of torch/csrc/dynamo (ch03, ch06) and ATen's CUDA BLAS calls (ch25): marked, linked at
+    # the tag, never "resolved"
     assert {r.pointer.path for r in tree} == {"torch/csrc/dynamo/eval_frame.c", "torch/csrc/dynamo/eval_frame_cpp.cpp",
                                              "torch/csrc/dynamo/guards.cpp", "torch/csrc/dynamo/extra_state.cpp",
-                                             "torch/csrc/dynamo/cache_entry.cpp"}
+                                             "torch/csrc/dynamo/cache_entry.cpp", "aten/src/ATen/native/cuda/Blas.cpp"}
     assert all(r.url.startswith(f"https://github.com/pytorch/pytorch/blob/{P.source_tag(version)}/") for r in tree)
     text, rotted = P.report(version, Path("."), results)
     assert f"{len(tree)} in the source tree only (unresolvable from the wheel)" in text and rotted == 0
