@@ -119,6 +119,10 @@ def machine_paths(raw: str) -> list[str]:
     return [text[max(0, m.start() - 30):m.end() + 10] for m in MACHINE_PATH.finditer(text)]
 
 
+# A NaN a chapter shows on purpose: ch14's softmax without the max subtracted overflows to inf/inf at logits of 1000
+NAN_TAUGHT = {"ch14_decomposition": ("sum(exp(x)) at x = [1000, 1000]",)}
+
+
 def nans(raw: str) -> list[str]:
     text = output_text(raw)
     return [text[max(0, m.start() - 40):m.end() + 10] for m in NAN.finditer(text)]
@@ -206,7 +210,8 @@ def test_no_page_shows_markup_dropped_names_titles_machine_paths_or_nan(built_bo
         problems += [f"{name}: a name lost its <...> part: {h!r}" for h in sorted(set(dropped_angle_brackets(raw)))]
         if not stale:
             problems += [f"{name}: an absolute path of the machine in an output: {h!r}" for h in sorted(set(machine_paths(raw)))]
-            problems += [f"{name}: NaN in an output: {h!r}" for h in sorted(set(nans(raw)))]
+            problems += [f"{name}: NaN in an output: {h!r}" for h in sorted(set(nans(raw)))
+                         if not any(phrase in h for phrase in NAN_TAUGHT.get(page.stem, ()))]
     assert not problems, "\n".join(problems)
 
 
