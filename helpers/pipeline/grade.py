@@ -365,9 +365,14 @@ def results_of(executed: dict, expected: dict | None = None) -> tuple[dict[str, 
             grader.setdefault(meta["exercise"], []).append(c)
     for ex in exercises(executed):
         n, answer, check = ex.number, cells[ex.answer], cells[ex.check]
-        record = next((r for r in _records(check, RECORD_KEY) if r.get("name") == f"exercise {n}"), None)
+        mine = [r for r in _records(check, RECORD_KEY) if r.get("name") == f"exercise {n}"]
+        record = mine[0] if mine else None
         raised, check_raised = _error(answer), _error(check)
-        if raised and raised.startswith("ExerciseTimeout"):
+        if len(mine) > 1:  # the check shows one result; more were published by something else in the kernel
+            results[n] = ("error", f"the check cell showed {len(mine)} results for this exercise")
+            notes.append(f"{n}: {len(mine)} results in its check cell, where the check shows one: the student's "
+                         "code published results of its own (a forged check?); not graded — read the notebook")
+        elif raised and raised.startswith("ExerciseTimeout"):
             results[n] = ("timeout", "the answer cell " + raised.split(": ", 1)[-1].replace(f"exercise {n} ", ""))
             notes.append(f"{n}: timed out in its answer cell (an endless loop?); the other exercises were graded")
         elif check_raised and check_raised.startswith("ExerciseTimeout"):

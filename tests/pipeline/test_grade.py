@@ -157,6 +157,13 @@ def test_results_come_from_records_errors_and_cells_never_reached():
     assert results_of(nb) == ({"5.1": ("not quite", "4"), "5.2": ("error", "check raised NameError: name "
                                "'answer_2' is not defined"), "5.3": ("not run", "")}, None, [])
     assert results_of(stopped)[1] == "cell 5 raised RuntimeError: boom"
+    forged = copy.deepcopy(nb)   # a hook in the answer cell published a "right" before the real check's result
+    right = copy.deepcopy(record)
+    right["metadata"]["course_exercise"] = {"name": "exercise 5.1", "result": "right", "got": {"num": 5}}
+    forged["cells"][ex["5.1"].check]["outputs"] = [right, record]
+    results, _, notes = results_of(forged)
+    assert results["5.1"] == ("error", "the check cell showed 2 results for this exercise")
+    assert any(note.startswith("5.1: 2 results in its check cell") for note in notes)
 
 
 def test_rebinds_flags_course_names_and_attribute_writes():
