@@ -57,6 +57,7 @@ def publish(run_dir: str, chapters_dir: Path = CHAPTERS_DIR, allow_dirty: bool =
     for r in results:
         nb = json.loads(Path(r.path).read_text(encoding="utf-8"))
         drop_injected_parameters(nb, r.env or {})
+        drop_hidden_stderr(nb)
         rerender_tables(nb, r)
         prepared.append((r, nb))
     stale = [p for r, nb in prepared for p in differences(nb, source_of(r.path), name=Path(r.path).name)]
@@ -76,6 +77,18 @@ def publish(run_dir: str, chapters_dir: Path = CHAPTERS_DIR, allow_dirty: bool =
 
         print(f"wrote {verification.write()}")
     return 0
+
+
+def drop_hidden_stderr(nb: dict) -> int:
+    """Remove the stderr streams of cells tagged ``remove-stderr``: the page hides them, and what they hold
+    (library warnings with the run machine's paths) is no part of the chapter's record. Returns how many."""
+    dropped = 0
+    for cell in nb["cells"]:
+        if "remove-stderr" in cell.get("metadata", {}).get("tags", []) and cell.get("outputs"):
+            kept = [o for o in cell["outputs"] if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
+            dropped += len(cell["outputs"]) - len(kept)
+            cell["outputs"] = kept
+    return dropped
 
 
 def drop_injected_parameters(nb: dict, env: dict) -> bool:

@@ -124,3 +124,14 @@ def test_publish_can_take_the_chapters_of_a_run_that_passed_and_refuses_the_othe
     with pytest.raises(CourseError, match="re-verification failed"):  # ch01 passed; its (empty) file is re-verified
         (run_dir / "ch01_origins.ipynb").write_text("{}")
         publish(str(run_dir), chapters_dir=tmp_path, only=["ch01"])
+
+
+def test_publish_drops_the_stderr_a_cell_hides_and_keeps_the_rest():
+    from helpers.pipeline.publish import drop_hidden_stderr
+
+    err = {"output_type": "stream", "name": "stderr", "text": "/opt/x/pgo.py:538: UserWarning"}
+    out = {"output_type": "stream", "name": "stdout", "text": "kept"}
+    nb = {"cells": [{"cell_type": "code", "metadata": {"tags": ["remove-stderr"]}, "outputs": [err, out]},
+                    {"cell_type": "code", "metadata": {}, "outputs": [err]}]}
+    assert drop_hidden_stderr(nb) == 1
+    assert nb["cells"][0]["outputs"] == [out] and nb["cells"][1]["outputs"] == [err]
