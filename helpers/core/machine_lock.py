@@ -133,6 +133,8 @@ def install_after(shell, environ=os.environ, poll_s: float = 0.1) -> RunLock | N
         if lock is not None:
             lock.release()
         t0 = time.perf_counter()
+        if log:  # replaced by the wait's length below; says meanwhile that the setup is over
+            Path(log).write_text(json.dumps({"waiting_since": time.time()}))
         while not ready.exists():
             time.sleep(poll_s)
         if log:

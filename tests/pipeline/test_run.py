@@ -311,8 +311,13 @@ def test_a_real_map_kernel_waits_past_its_setup_for_the_records(notebook_factory
     nb = notebook_factory("ch97_map.ipynb", f"import pathlib, time\npathlib.Path({str(stamp)!r}).write_text(repr(time.time()))\n" + FIG)
     written = []
 
-    def write_records_later():
-        time.sleep(5)
+    lock_log = (tmp_path / "out" / nb.name).with_suffix(".lock.json")
+
+    def write_records_later():  # once the kernel says it waits (a loaded machine may take long to start it)
+        deadline = time.time() + 110
+        while time.time() < deadline and "waiting_since" not in (lock_log.read_text() if lock_log.exists() else ""):
+            time.sleep(0.1)
+        time.sleep(0.5)
         records.mkdir()
         (records / "READY").write_text("")
         written.append(time.time())
