@@ -84,7 +84,7 @@ def verify_notebook(path: str | Path) -> NotebookResult:
         result.problems.append(str(exc))
         result.status = "error"
         return result
-    glued, cited = set(), []
+    glued, cited, glued_in = set(), [], {}
     for index, cell in enumerate(nb["cells"]):
         if cell.get("cell_type") == "markdown":
             cited += glue_references(_source(cell))
@@ -99,7 +99,9 @@ def verify_notebook(path: str | Path) -> NotebookResult:
             if ENV_META_KEY in meta:
                 result.env = meta[ENV_META_KEY]
             if "scrapbook" in meta:
-                glued.add(meta["scrapbook"].get("name"))
+                name = meta["scrapbook"].get("name")
+                glued.add(name)
+                glued_in.setdefault(name, []).append(index)
             if META_KEY in meta:
                 result.figures.append(_recheck(meta[META_KEY], index, result))
             if TABLE_META_KEY in meta:
@@ -112,6 +114,10 @@ def verify_notebook(path: str | Path) -> NotebookResult:
     if result.env is None:
         result.problems.append("no environment record: this is not an executed course notebook "
                                "(run it with `python -m helpers run`, which executes the setup cells)")
+    for name, cells in sorted(glued_in.items()):
+        if len(cells) > 1:  # myst-nb refuses a page whose glue key is set twice
+            result.problems.append(f"glue {name!r} is glued {len(cells)} times (cells {', '.join(map(str, cells))}): "
+                                   f"the book build rejects a duplicate key; record it once")
     for name in sorted(set(cited) - glued):
         result.problems.append(f"prose cites glue {name!r}, but no cell glued it")
     if result.problems and result.status == "ok":

@@ -40,3 +40,18 @@ def test_verify_rejects_corrupt_and_foreign_notebooks(tmp_path):
     assert not r.ok and "not an executed course notebook" in r.problems[0]
     proc = cli("verify", str(corrupt))
     assert proc.returncode == 1 and "invalid JSON" in proc.stdout
+
+
+def test_verify_rejects_a_glue_key_set_twice(tmp_path):
+    import json
+
+    nb = json.loads((ROOT / "chapters" / "ch02_four_stations.ipynb").read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    glue = next(o for c in code for o in c.get("outputs", []) if "scrapbook" in (o.get("metadata") or {}))
+    code[-1].setdefault("outputs", []).append(glue)  # the same name glued by a second cell
+    path = tmp_path / "ch02_four_stations.ipynb"
+    path.write_text(json.dumps(nb))
+    name = glue["metadata"]["scrapbook"]["name"]
+    assert verify_notebook(ROOT / "chapters" / "ch02_four_stations.ipynb").ok
+    result = verify_notebook(path)
+    assert not result.ok and any(f"glue {name!r} is glued 2 times" in p for p in result.problems)
