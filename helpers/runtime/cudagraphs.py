@@ -5,7 +5,7 @@ launch-overhead arithmetic) is tested on CPU; the rest needs a CUDA device. Priv
 (``torch.utils._python_dispatch.TorchDispatchMode``, ``torch._dynamo.utils.counters``,
 ``torch._inductor.cudagraph_utils``, ``torch._inductor.config``, ``torch._dynamo.mark_static_address``,
 ``torch._dynamo.config``, ``torch._inductor.compile_fx._warn_tf32_disabled``,
-``torch._inductor.cudagraph_trees.MarkStepBox``) go through ``helpers.core.private.private``; all exist on torch
+``torch._inductor.cudagraph_trees.MarkStepBox``, ``torch._inductor.cudagraph_trees.get_manager``) go through ``helpers.core.private.private``; all exist on torch
 2.11, 2.13 and 2.15.
 """
 from __future__ import annotations
@@ -247,28 +247,62 @@ def gemm_paths(layer, x) -> dict:
     }
 
 
-def record_with_blas(model, *args, library: str = "cublaslt", calls: int = 3):
-    """Compile ``model`` with ``mode="reduce-overhead"`` and record its CUDA graph while ``library`` is preferred (ch25).
+def record_with_blas(model, *args, library: str = "cublaslt", calls: int = 3, through: str = "model"):
+    """Compile ``model`` as ``mode="reduce-overhead"`` does and record its CUDA graph while ``library`` is preferred (ch25).
 
-    The model is called through a new function (``step``), so Dynamo compiles a new frame and the cudagraph
-    tree records a new graph, whatever was compiled for ``model`` before (a second ``torch.compile(model,
-    mode="reduce-overhead")`` would reuse the entry already compiled, and replay the graph already recorded).
-    The ``calls`` calls (compile, warm-up, record) run inside ``blas_library(library)``; the recorded graph
-    keeps that library's kernels afterwards. Returns ``(compiled, compiled_anew)``.
+    ``through="model"`` compiles the model itself, ``torch.compile(model, dynamic=False, options={"triton.cudagraphs":
+    True, "pattern_matcher": True})``: the settings of reduce-overhead (``triton.cudagraphs``) plus the pattern
+    matcher's default, spelled out so that the options differ from a plain ``mode="reduce-overhead"``'s
+    (``_TorchCompileInductorWrapper.__eq__`` compares them) and Dynamo compiles a new entry, and the cudagraph
+    tree records a new graph, whatever was compiled for ``model`` before; the same construction as
+    ``compile_keeping_addmm``, so the two are timed like for like. ``through="wrapper"`` compiles a new
+    function (``step``) that calls the model instead (the chapter's earlier way). The ``calls`` calls (compile,
+    warm-up, record) run inside ``blas_library(library)``; the recorded graph keeps that library's kernels
+    afterwards. Returns ``(compiled, compiled_anew)``.
     """
     import torch
 
     stats = private("torch._dynamo.utils.counters")["stats"]
     before = stats["unique_graphs"]
+    if through == "model":
+        compiled = torch.compile(model, dynamic=False, options={"triton.cudagraphs": True, "pattern_matcher": True})
+    elif through == "wrapper":
+        def step(*a):
+            return model(*a)
 
-    def step(*a):
-        return model(*a)
-
-    compiled = torch.compile(step, mode="reduce-overhead", dynamic=False)
+        compiled = torch.compile(step, mode="reduce-overhead", dynamic=False)
+    else:
+        raise ValueError(f"through={through!r}: 'model' or 'wrapper'")
     with blas_library(library):
         for _ in range(calls):
             compiled(*args)
     return compiled, stats["unique_graphs"] > before
+
+
+def cpu_us_per_call(fn, *args, calls: int = 100, warmup: int = 3) -> float:
+    """The CPU side of a call: µs until ``fn(*args)`` returns, averaged over ``calls`` calls in a row (ch25).
+
+    On CUDA the device is synchronised before the loop and after it, not inside it: a call that only enqueues
+    GPU work returns before that work runs, so this is the time the CPU spends per call (Python, Dynamo's
+    guards, the cudagraph tree's bookkeeping, the launches), not the GPU's. If it is close to the wall time per
+    step, the step is bound by its CPU side. On a CPU it is simply the time per call.
+    """
+    import time
+
+    import torch
+
+    cuda = torch.cuda.is_available()
+    for _ in range(warmup):
+        fn(*args)
+    if cuda:
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn(*args)
+    elapsed = time.perf_counter() - start
+    if cuda:
+        torch.cuda.synchronize()
+    return elapsed / calls * 1e6
 
 
 def gemm_of(table: dict) -> str:
@@ -337,7 +371,37 @@ class Recordings:
     graphs: int           # graphs Dynamo compiled for them
     recordings: int       # CUDA graphs the tree recorded (its "Recording cudagraph tree for ..." log lines)
     warned: bool          # the cudagraph_dynamic_shape_warn_limit warning appeared
-    pool_growth: int      # bytes torch.cuda.memory_reserved() grew by
+    pool_first: int | None = None   # bytes the cudagraph tree's pool grew by at the first size (None: not readable)
+    pool_growth: int | None = None  # bytes it grew by over all the sizes
+
+
+def pool_segment_bytes(segments, pool_id) -> int:
+    """Bytes of the ``torch.cuda.memory_snapshot()`` segments that belong to the memory pool ``pool_id`` (ch25).
+
+    Each segment names its pool in ``segment_pool_id`` (a pair; torch's own ``get_cudagraph_segments`` in
+    ``cudagraph_trees.py`` filters the same way)."""
+    want = tuple(pool_id)
+    return sum(int(s["total_size"]) for s in segments if tuple(s.get("segment_pool_id", ())) == want)
+
+
+def tree_pool_bytes() -> int | None:
+    """Bytes the caching allocator holds in the cudagraph tree's memory pool on the current CUDA device (ch25).
+
+    The tree (``CUDAGraphTreeManager``, one per device) allocates every warm-up, recording and output of every
+    reduce-overhead function in one pool, ``cuda_graphs_thread_pool``; this sums that pool's segments in
+    ``torch.cuda.memory_snapshot()`` (memory the pool holds, used or free within it). 0 before any tree exists,
+    None if the snapshot cannot be read.
+    """
+    import torch
+
+    try:
+        manager = private("torch._inductor.cudagraph_trees.get_manager")(torch.cuda.current_device(),
+                                                                         create_if_none_exists=False)
+        if manager is None:
+            return 0
+        return pool_segment_bytes(torch.cuda.memory_snapshot(), manager.cuda_graphs_thread_pool)
+    except Exception:  # noqa: BLE001 - a figure the chapter records as missing, not a crash
+        return None
 
 
 def record_per_size(model, width: int, sizes, calls: int = 3) -> Recordings:
@@ -346,7 +410,9 @@ def record_per_size(model, width: int, sizes, calls: int = 3) -> Recordings:
     With symbolic sizes one compiled graph serves every batch, but a CUDA graph fixes its shapes: cudagraph
     trees record one graph per distinct size (``cudagraphify_impl``'s ``deferred_cudagraphify`` keys them by
     the input's integer sizes, logging "Recording cudagraph tree for symint key"), and warn once the count
-    passes ``cudagraph_dynamic_shape_warn_limit`` (``maybe_warning_due_to_dynamic_shape``). CUDA only.
+    passes ``cudagraph_dynamic_shape_warn_limit`` (``maybe_warning_due_to_dynamic_shape``). The memory is the
+    growth of the tree's pool (``tree_pool_bytes``) after the first size and after all of them; the inputs are
+    made before the first reading, outside the pool. CUDA only.
     """
     import logging
 
@@ -356,21 +422,28 @@ def record_per_size(model, width: int, sizes, calls: int = 3) -> Recordings:
     private("torch._inductor.cudagraph_trees.mark_step_begin")  # imports the module and its loggers
     graphs_before = stats["unique_graphs"]
     compiled = torch.compile(model, mode="reduce-overhead", dynamic=True)
+    inputs = [torch.randn(b, width, device="cuda") for b in sizes]
     torch.cuda.synchronize()
-    reserved_before = torch.cuda.memory_reserved()
+    pool_before, pool_after_first = tree_pool_bytes(), None
     with capture_logs("cudagraphs", loggers=("torch._inductor.cudagraph_trees",), level=logging.INFO) as logs, \
             torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for b in sizes:
-            x = torch.randn(b, width, device="cuda")
+        for i, x in enumerate(inputs):
             for _ in range(calls):
                 compiled(x)
+            if i == 0:
+                torch.cuda.synchronize()
+                pool_after_first = tree_pool_bytes()
     torch.cuda.synchronize()
+    pool_after = tree_pool_bytes()
     messages = logs.messages()
-    return Recordings(len(list(sizes)), stats["unique_graphs"] - graphs_before,
+
+    def grew(after):
+        return None if after is None or pool_before is None else after - pool_before
+
+    return Recordings(len(inputs), stats["unique_graphs"] - graphs_before,
                       sum("Recording cudagraph tree" in m for m in messages),
-                      any("distinct sizes" in m for m in messages),
-                      torch.cuda.memory_reserved() - reserved_before)
+                      any("distinct sizes" in m for m in messages), grew(pool_after_first), grew(pool_after))
 
 
 def two_outputs_in_one_step(compiled, xa, xb, steps: int = 4) -> tuple[str, bool]:
@@ -380,7 +453,11 @@ def two_outputs_in_one_step(compiled, xa, xb, steps: int = 4) -> tuple[str, bool
     (``CUDAGraphTreeManager.get_curr_generation`` reads ``MarkStepBox.mark_step_counter`` before
     ``GenerationTracker``), so two calls inside one step are two nodes of one path of the tree, with their own
     memory. Returns (same pointer: "True"/"False", the first output still holds its own values). Afterwards the
-    counter is put back to 0, so that later calls start a generation each, as before (CUDA only).
+    counter is put back to the value it had before (0 if the program never marked a step; at 0
+    ``get_curr_generation`` reads ``GenerationTracker`` again); that does not undo the tree the demo built (its
+    two-call path stays recorded), and whether later calls then behave exactly as before was not shown: on the
+    H200 (torch 2.11) a held output and the next call's output, at the same address before the demo, were at
+    different addresses after it (CUDA only).
     """
     import torch
 

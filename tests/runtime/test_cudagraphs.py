@@ -129,6 +129,8 @@ def test_blas_library_is_restored_and_record_with_blas_compiles_anew():
     with torch.no_grad():
         compiled, anew = record_with_blas(model, x)
         assert anew and torch.allclose(compiled(x), model(x), atol=1e-5)
+        wrapped, anew = record_with_blas(model, x, through="wrapper")
+        assert anew and torch.allclose(wrapped(x), model(x), atol=1e-5)
 
 
 @cuda
@@ -137,7 +139,35 @@ def test_record_per_size_and_two_outputs_in_one_step():
 
     r = record_per_size(mlp(depth=2, width=16, device="cuda"), 16, sizes=[2, 3, 4])
     assert r.graphs == 1 and r.recordings == 3 and not r.warned
+    assert r.pool_first is not None and r.pool_growth is not None and r.pool_growth >= r.pool_first >= 0
     ro = torch.compile(mlp(depth=2, width=16, device="cuda"), mode="reduce-overhead")
     xa, xb = torch.randn(4, 16, device="cuda"), torch.randn(4, 16, device="cuda")
     with torch.no_grad():
         assert two_outputs_in_one_step(ro, xa, xb) == ("False", True)
+
+
+def test_pool_segment_bytes_sums_the_segments_of_one_pool():
+    from helpers.runtime.cudagraphs import pool_segment_bytes
+
+    segments = [{"total_size": 2 << 20, "segment_pool_id": (0, 0)}, {"total_size": 1 << 20, "segment_pool_id": (1, 3)},
+                {"total_size": 4 << 20, "segment_pool_id": (1, 3)}, {"total_size": 8 << 20, "segment_pool_id": (1, 4)}]
+    assert pool_segment_bytes(segments, (1, 3)) == 5 << 20
+    assert pool_segment_bytes(segments, [1, 4]) == 8 << 20
+    assert pool_segment_bytes([], (1, 3)) == 0
+
+
+def test_tree_pool_bytes_without_cuda_is_none_or_zero():
+    from helpers.runtime.cudagraphs import tree_pool_bytes
+
+    if not torch.cuda.is_available():
+        assert tree_pool_bytes() is None      # no device to ask: a missing figure, not a crash
+
+
+def test_cpu_us_per_call_times_the_call_and_record_with_blas_checks_its_argument():
+    from helpers.runtime.cudagraphs import cpu_us_per_call, record_with_blas
+
+    calls = []
+    us = cpu_us_per_call(lambda x: calls.append(x), 1, calls=10, warmup=2)
+    assert len(calls) == 12 and us > 0
+    with pytest.raises(ValueError):
+        record_with_blas(mlp(1, 4), torch.randn(2, 4), through="elsewhere")
