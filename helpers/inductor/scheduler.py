@@ -36,6 +36,7 @@ class NodeInfo:
     writes: list[str]
     unmet: list[str]     # buffers produced by other scheduler nodes
     group: str           # (iteration sizes, reduction sizes)
+    buffers: list[str] = field(default_factory=list)  # the buffers it writes (its read_writes.writes)
 
     def line(self) -> str:
         """A one-line description: name, kind, IR type, origins and unmet dependencies (ch19)."""
@@ -80,6 +81,22 @@ class Schedule:
     def possible_fusions(self) -> list[int]:
         """The "found N possible fusions" count of every round, in order (ch19)."""
         return [int(m.group(1)) for line in self.log if (m := re.match(r"found (\d+) possible fusions", line))]
+
+    @property
+    def reduction_nodes(self) -> int:
+        """How many pre-fusion nodes are reductions; a reduction lowering split in two counts twice (ch19, ch20)."""
+        return sum(n.ir == "Reduction" for n in self.pre)
+
+    @property
+    def stored_values(self) -> list[list[str]]:
+        """The origins of each pointwise node whose buffer another pre-fusion node reads: a value lowering
+        stored in a buffer of its own (realized) instead of inlining it into its readers (ch19, ch20)."""
+        read = {u for n in self.pre for u in n.unmet}
+        return [n.origins for n in self.pre if n.ir == "Pointwise" and set(n.buffers) & read]
+
+    def stored_text(self) -> str:
+        """``stored_values`` as one line, e.g. ``"sin"`` or ``"exp+sub; sin"``; ``"none"`` when nothing was (ch19)."""
+        return "; ".join("+".join(o) for o in self.stored_values) or "none"
 
     @property
     def fusions(self) -> list[str]:
@@ -221,7 +238,8 @@ def _snapshot_pre(nodes) -> list[NodeInfo]:
         out.append(NodeInfo(n.get_name(), type(n).__name__, str(ir), origins,
                             [repr(d) for d in rw.reads], [repr(d) for d in rw.writes],
                             sorted({d.name for d in n.unmet_dependencies}),
-                            str(n.group[1]) if hasattr(n, "group") else "-"))
+                            str(n.group[1]) if hasattr(n, "group") else "-",
+                            sorted({d.name for d in rw.writes})))
     return out
 
 

@@ -87,3 +87,17 @@ def test_op_name_heuristic_stores_exp_but_recomputes_sin_on_cpu():
     x = torch.randn(64, 64)
     assert [n.origins for n in schedule(wall_exp, x).pre][0] == ["exp"]  # y is its own node: stored
     assert all("sin" in n.origins for n in schedule(wall, x).pre)       # sin in both nodes: recomputed
+
+
+def test_reduction_nodes_and_stored_values_name_what_each_node_is():
+    def wall_exp(x):
+        y = torch.exp(x)
+        return torch.relu(y + y.sum())
+    x = torch.randn(64, 64)
+    plain = schedule(wall, x)
+    # sin is inlined into both readers on a CPU: one reduction, nothing stored for another node
+    assert plain.reduction_nodes == 1 and plain.stored_values == [] and plain.stored_text() == "none"
+    assert [n.buffers for n in plain.pre] == [["buf0"], ["buf1"]]
+    stored = schedule(wall_exp, x)
+    # exp is on the CPU's heavy-op list (should_realize_on_reuse): y is a pointwise node that the others read
+    assert stored.reduction_nodes == 1 and stored.stored_values == [["exp"]] and stored.stored_text() == "exp"
