@@ -328,10 +328,15 @@ def run_checkpointed(reader_fn, args, reference) -> tuple:
     return part.saved_bytes, same, len(part.recomputed)
 
 
-def live_bytes(gm, alive_inputs: bool = False) -> tuple[int, list[int]]:
+def live_bytes(gm, alive_inputs: bool = False, saved: list | None = None) -> tuple[int, list[int]]:
     """Peak of new storage alive while ``gm`` runs op by op as plain ATen calls: each op's output is
     allocated when it runs and freed after its last use (views and inputs allocate nothing); returns
-    (peak, live bytes after each op). A model of eager execution, not of Inductor's fused kernels (ch15)."""
+    (peak, live bytes after each op). A model of eager execution, not of Inductor's fused kernels (ch15).
+
+    ``saved`` (a backward graph's ``Partition.saved``): the saved tensors that hold new storage are counted
+    alive from the start and freed after their last use in ``gm`` (a view of one keeps it alive), as
+    AOTAutograd's compiled backward frees them: ``CompiledFunction._backward_impl`` calls
+    ``ctx.maybe_clear_saved_tensors()`` and the boxed backward drops each saved input after its last use."""
     from torch.multiprocessing.reductions import StorageWeakRef
 
     import torch
@@ -344,17 +349,29 @@ def live_bytes(gm, alive_inputs: bool = False) -> tuple[int, list[int]]:
     input_storages = {StorageWeakRef(n.meta["val"].untyped_storage()) for n in nodes
                       if n.op == "placeholder" and isinstance(n.meta.get("val"), torch.Tensor)}
     owners: dict = {}  # storage -> [bytes, nodes still needing it]
-    live, trace = 0, []
+    live = 0
+    new_saved = {s.name: s.nbytes for s in (saved or []) if s.new_storage}
+    for i, n in enumerate(nodes):  # the saved tensors the forward left: alive when the backward starts
+        val = n.meta.get("val")
+        if n.op == "placeholder" and n.name in new_saved and isinstance(val, torch.Tensor):
+            ref = StorageWeakRef(val.untyped_storage())
+            if ref not in owners:
+                owners[ref] = [0, set()]
+            live += max(0, new_saved[n.name] - owners[ref][0])
+            owners[ref][0] = max(owners[ref][0], new_saved[n.name])
+            owners[ref][1].add(n)
+            last_use.setdefault(n, i)  # a saved tensor the backward never reads: freed where it arrives
+    start, trace = live, []
     for i, n in enumerate(nodes):
         val = n.meta.get("val")
         if n.op == "call_function" and isinstance(val, torch.Tensor):
             ref = StorageWeakRef(val.untyped_storage())
-            if ref not in input_storages:
-                if ref not in owners:
-                    owners[ref] = [_nbytes(val), set()]
-                    live += owners[ref][0]
+            if ref in owners:  # a view of a value still alive (a saved tensor included)
                 owners[ref][1].add(n)
-        for a in n.all_input_nodes:
+            elif ref not in input_storages:
+                owners[ref] = [_nbytes(val), {n}]
+                live += owners[ref][0]
+        for a in [*n.all_input_nodes, n]:
             if last_use.get(a) == i and n.op != "output":
                 for ref, (size, holders) in list(owners.items()):
                     holders.discard(a)
@@ -362,4 +379,5 @@ def live_bytes(gm, alive_inputs: bool = False) -> tuple[int, list[int]]:
                         live -= size
                         del owners[ref]
         trace.append(live)
-    return max(trace, default=0), trace
+    return max([start, *trace]), trace
+

@@ -108,6 +108,17 @@ def test_live_bytes_counts_outputs_until_last_use(mlp_parts):
     assert peak >= parts[1.0].saved_bytes
 
 
+def test_live_bytes_frees_saved_tensors_after_last_use(mlp_parts):
+    _, _, parts = mlp_parts
+    part = parts[1.0]
+    plain_peak, plain = P.live_bytes(part.backward)
+    peak, trace = P.live_bytes(part.backward, saved=part.saved)
+    # alive when the backward starts, never more than "kept to the end", and all freed by the end
+    assert part.saved_bytes <= peak <= part.saved_bytes + plain_peak
+    assert trace[-1] == plain[-1]
+    assert P.live_bytes(parts[0.0].backward, saved=parts[0.0].saved) == P.live_bytes(parts[0.0].backward)
+
+
 def test_hand_min_cut_follows_capacities():
     network = dict(edges=[("x", "mm"), ("mm", "tanh")], sources=["x", "mm"], sinks=["tanh"])
     value, saved = P.hand_min_cut({"x": math.inf, "mm": 10, "tanh": 20}, **network)
