@@ -305,6 +305,42 @@ def cpu_us_per_call(fn, *args, calls: int = 100, warmup: int = 3) -> float:
     return elapsed / calls * 1e6
 
 
+_CHILD_LINEAR = """
+import torch
+from helpers.core.timing import kernel_times
+x = torch.randn(8, 256, device="cuda")
+layer = torch.nn.Linear(256, 256).cuda()
+with torch.no_grad():
+    table = kernel_times(layer, x)
+print("GEMM:" + next(iter(table)))
+"""
+
+
+def linear_gemm_in_child(env: dict, timeout: float = 120) -> str:
+    """The slowest kernel of eager ``Linear(256, 256)`` at batch 8, in a fresh Python with ``env`` added (ch25).
+
+    For settings read once per process, such as ``DISABLE_ADDMM_CUDA_LT`` (ATen's
+    ``isGloballyDisabledAddmmCudaLt`` caches it): the child sees them from its start. Returns the kernel's
+    name, or ``"error: ..."`` with the child's last line if it failed (CUDA only).
+    """
+    import os
+    import subprocess
+    import sys
+
+    from ..core.env import REPO_ROOT
+
+    try:
+        run = subprocess.run([sys.executable, "-c", _CHILD_LINEAR], env=dict(os.environ, **env), cwd=str(REPO_ROOT),
+                             capture_output=True, text=True, timeout=timeout)
+    except Exception as exc:  # noqa: BLE001 - a figure that says why, not a crash
+        return f"error: {type(exc).__name__}"
+    found = [ln[len("GEMM:"):] for ln in run.stdout.splitlines() if ln.startswith("GEMM:")]
+    if found:
+        return found[-1]
+    tail = (run.stderr.strip().splitlines() or ["no output"])[-1]
+    return f"error: {tail[:120]}"
+
+
 def gemm_of(table: dict) -> str:
     """The slowest kernel of a ``timing.kernel_times`` table, which for these models is the matrix product (ch25)."""
     return next(iter(table)) if table else ""

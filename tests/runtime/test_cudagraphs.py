@@ -171,3 +171,13 @@ def test_cpu_us_per_call_times_the_call_and_record_with_blas_checks_its_argument
     assert len(calls) == 12 and us > 0
     with pytest.raises(ValueError):
         record_with_blas(mlp(1, 4), torch.randn(2, 4), through="elsewhere")
+
+
+def test_linear_gemm_in_child_names_the_kernel_or_says_why_not():
+    from helpers.runtime.cudagraphs import linear_gemm_in_child
+
+    found = linear_gemm_in_child({"DISABLE_ADDMM_CUDA_LT": "1"})
+    if torch.cuda.is_available():
+        assert found and not found.startswith("error")
+    else:
+        assert found.startswith("error: ")      # no CUDA in the child: a figure that says so, not a crash
