@@ -380,7 +380,10 @@ def lowering_census() -> dict:
     table (Inductor writes loops for them, or a template or library call); ``"lowered_operators"``, their
     operator packets; ``"fallbacks"``, the aten overloads registered with ``make_fallback`` (``fallbacks``:
     Inductor calls the ATen kernel itself); ``"both"``, lowered overloads that also have a rule in Inductor's
-    decomposition table (the rule runs first, so the lowering serves the calls it declines).
+    decomposition table (the rule runs first, so the lowering serves the calls it declines);
+    ``"fallbacks_lowered"``, the fallbacks that are in ``lowerings`` too (``make_fallback`` registers a lowering
+    that calls the ATen kernel, so every fallback is one); ``"real"`` and ``"real_operators"``, the lowered
+    overloads (and their operators) that are not fallbacks: Inductor writes loops, a template or a library call.
     """
     import torch
 
@@ -389,8 +392,23 @@ def lowering_census() -> dict:
     table = private("torch._inductor.decomposition.select_decomp_table")()
     lowered = [op for op in lowerings if isinstance(op, torch._ops.OpOverload) and op.namespace == "aten"]
     fallbacks = [op for op in fallbacks if getattr(op, "namespace", "") == "aten"]
+    real = [op for op in lowered if op not in set(fallbacks)]
     return {"lowered": len(lowered), "lowered_operators": len({op.overloadpacket for op in lowered}),
-            "fallbacks": len(fallbacks), "both": sum(op in table for op in lowered)}
+            "fallbacks": len(fallbacks), "both": sum(op in table for op in lowered),
+            "fallbacks_lowered": sum(op in set(lowered) for op in fallbacks),
+            "real": len(real), "real_operators": len({op.overloadpacket for op in real})}
+
+
+def has_lowering_or_rule(op) -> tuple[bool, bool]:
+    """``(in Inductor's lowerings table, in its decomposition table)`` for an aten overload (ch14)."""
+    lowerings = private("torch._inductor.lowering.lowerings")
+    table = private("torch._inductor.decomposition.select_decomp_table")()
+    return op in lowerings, op in table
+
+
+def implicit_fallbacks_setting() -> bool:
+    """``torch._inductor.config.implicit_fallbacks``: an op with neither rule nor lowering becomes a fallback (ch14)."""
+    return bool(private("torch._inductor.config").implicit_fallbacks)
 
 
 def dtypes_in_graph(gm) -> list[str]:

@@ -202,5 +202,16 @@ def test_lowering_census_and_opmath_converts():
     from helpers.aot.decompositions import dtypes_in_graph, lowering_census, trace_aten
     c = lowering_census()
     assert c["lowered"] > c["lowered_operators"] > 0 and c["fallbacks"] > 0 and 0 < c["both"] < c["lowered"]
+    # make_fallback registers a lowering: the fallbacks are inside the lowered count, the rest lower for real
+    assert c["fallbacks_lowered"] == c["fallbacks"] and c["real"] == c["lowered"] - c["fallbacks_lowered"] > 0
     g = trace_aten(F.gelu, torch.randn(4, 8, dtype=torch.bfloat16), table="inductor")
     assert dtypes_in_graph(g) == ["float32", "bfloat16"]
+
+
+def test_binomial_becomes_an_implicit_fallback():
+    from helpers.aot.decompositions import has_lowering_or_rule, implicit_fallbacks_setting, inductor_output
+    assert not has_lowering_or_rule(torch.ops.aten.binomial.default)[1]  # no rule in Inductor's table
+    assert implicit_fallbacks_setting() is True
+    _, out = inductor_output(lambda c, p: torch.binomial(c, p) + 1, torch.full((4,), 5.0), torch.full((4,), 0.5))
+    assert "torch.ops.aten.binomial.default" in out.library_calls and len(out.kernels) == 1
+    assert has_lowering_or_rule(torch.ops.aten.binomial.default)[0]  # the implicit fallback registered a lowering
