@@ -324,12 +324,16 @@ def one_graph_check(fn, reference, inputs) -> bool | str | None:
 def meta_census() -> dict:
     """Every aten overload the dispatcher knows, by what computes its output metadata (ch16).
 
-    Read from each overload's dispatcher entry (``torch._C._dispatch_dump``): ``"no meta"`` (no Meta kernel
-    and no CompositeImplicitAutograd decomposition), ``"composite"`` (no Meta kernel, but it decomposes before
-    reaching Meta), ``"c++"`` (a C++ Meta kernel is active), or, for a Meta kernel registered from Python
+    Read from each overload's dispatcher entry (``torch._C._dispatch_dump``): ``"no meta"`` (no Meta kernel,
+    no CompositeImplicitAutograd decomposition and no CompositeExplicitAutograd[NonFunctional] kernel: nothing
+    serves the Meta key), ``"composite"`` (no Meta kernel, but it decomposes before reaching Meta),
+    ``"explicit"`` (no Meta kernel, but a CompositeExplicitAutograd or CompositeExplicitAutogradNonFunctional
+    kernel, which the dispatcher uses for Meta as its "[default backend kernel]": it runs on meta tensors,
+    calling other operators), ``"c++"`` (a C++ Meta kernel is active), or, for a Meta kernel registered from Python
     (``activate_meta`` in ``torch/_meta_registrations.py``), where its body lives: ``"_meta_registrations"``,
     ``"_refs"`` (PrimTorch's references), ``"_decomp"`` (the decomposition table) or ``"other"``. Also
-    ``"no meta examples"``: a few overloads without any, out= variants left out.
+    ``"no meta examples"``: the first few overloads without any, in name order, out= and in-place forms left
+    out; ``"no meta names"``: all of them.
     """
     import inspect
     import re
@@ -337,8 +341,8 @@ def meta_census() -> dict:
     import torch
 
     tables = private("torch._decomp.global_decomposition_table")
-    counts = dict.fromkeys(["no meta", "composite", "c++", "_meta_registrations", "_refs", "_decomp", "other"], 0)
-    examples = []
+    counts = dict.fromkeys(["no meta", "composite", "explicit", "c++", "_meta_registrations", "_refs", "_decomp", "other"], 0)
+    examples, none = [], []
     for name in torch._C._dispatch_get_all_op_names():
         if not name.startswith("aten::"):
             continue
@@ -347,9 +351,12 @@ def meta_census() -> dict:
         if active is None:
             if re.search(r"^CompositeImplicitAutograd\[alias\]:", dump, re.M):
                 counts["composite"] += 1
+            elif re.search(r"^CompositeExplicitAutograd(?:NonFunctional)?\[alias\]:", dump, re.M):
+                counts["explicit"] += 1
             else:
                 counts["no meta"] += 1
-                if "out" not in name.split(".", 1)[-1] and len(examples) < 6:
+                none.append(name[6:])
+                if "!" not in re.search(r"^schema: (.*)$", dump, re.M).group(1):  # out= and in-place forms left out
                     examples.append(name[6:])
             continue
         if "_meta_registrations.py" not in active.group(1):
@@ -366,8 +373,25 @@ def meta_census() -> dict:
         key = ("_meta_registrations" if path.endswith("torch/_meta_registrations.py") else
                "_refs" if "/torch/_refs/" in path else "_decomp" if "/torch/_decomp/" in path else "other")
         counts[key] += 1
-    counts["no meta examples"] = examples
+    counts["no meta examples"] = sorted(examples, key=lambda n: (n.startswith("_"), n))[:6]  # public names first
+    counts["no meta names"] = sorted(none)
     return counts
+
+
+def meta_entry(name: str) -> str:
+    """What the dispatcher runs for ``name`` (``"aten::geqrf"``) under the Meta key, as its dispatch table says
+    (``torch._C._dispatch_dump_table``): ``"kernel"`` (a Meta kernel), ``"default backend kernel"`` (a
+    CompositeExplicitAutograd[NonFunctional] kernel serves Meta), ``"backend fallback"`` (Meta's fallback, which
+    raises: nothing computes the metadata) or what else the table says (ch16)."""
+    import re
+
+    import torch
+
+    line = re.search(r"^Meta: .*$", torch._C._dispatch_dump_table(name), re.M)
+    if line is None:
+        return "none"
+    tag = re.search(r"\[([^\]]+)\]\s*$", line.group(0))
+    return tag.group(1) if tag else "kernel"
 
 
 def fallback_ops(thunks: dict) -> dict:

@@ -103,10 +103,20 @@ def test_one_graph_check():
 def test_meta_census_counts_every_aten_overload_once():
     from helpers.aot.fake import meta_census
     c = meta_census()
-    total = sum(v for k, v in c.items() if k != "no meta examples")
+    total = sum(v for k, v in c.items() if k not in ("no meta examples", "no meta names"))
     aten = sum(1 for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::"))
     assert total == aten
     assert c["no meta"] > 0 and c["_meta_registrations"] > 0 and c["_refs"] > 0 and c["_decomp"] > 0
+    assert c["explicit"] > 0 and len(c["no meta names"]) == c["no meta"]
+
+
+def test_meta_entry_reads_the_dispatch_table():
+    from helpers.aot.fake import meta_census, meta_entry
+    assert meta_entry("aten::geqrf") == "backend fallback"  # nothing serves Meta: the fallback that raises
+    assert meta_entry("aten::_foreach_cos") == "default backend kernel"  # CompositeExplicitAutograd serves Meta
+    assert meta_entry("aten::add.Tensor") == "kernel"
+    names = meta_census()["no meta names"]
+    assert "geqrf" in names and "_foreach_cos" not in names
 
 
 def test_fallback_ops_names_real_kernels_run_on_zeros_and_restores_the_module():
