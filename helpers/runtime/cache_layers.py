@@ -512,6 +512,48 @@ def opt_in_layers() -> dict:
             "ignored_settings": list(inductor_config._cache_config_ignore_prefix)}
 
 
+PGO_SCRIPT = "ch24_pgo.py"
+
+
+def pgo_across_processes(job_id: str = "ch24", sizes=(8, 16), root: str | os.PathLike | None = None) -> dict:
+    """Does local PGO carry a dynamic size into a second process? Measured, not read from its flag (ch24).
+
+    Two pairs of fresh processes run ``code/ch24_pgo.py`` (``f(x) = x * 2 + 1``, backend "eager", called
+    with each of ``sizes``), each pair one after the other against its own empty cache folder: one pair
+    without ``TORCH_COMPILE_JOB_ID``, one with it set to ``job_id``. The pairs run at the same time
+    (only counts are read). Returns ``{"no job id": {...}, "job id": {...}}``, each with ``graphs``
+    (graphs Dynamo compiled in process 1 and in process 2) and ``files`` (what ``<cache>/dynamo`` holds
+    after process 2). Local PGO reads and writes its code state only under a cache key, and
+    ``get_cache_key`` in ``torch/_dynamo/pgo.py`` returns one only for a job id
+    (``torch.compiler.config.job_id``) or a detected MAST job; so without one process 2 compiles as
+    many graphs as process 1 and nothing is written.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    base = Path(root) if root else workdir("ch24_pgo_")
+    cmd = [sys.executable, str(CODE_DIR / PGO_SCRIPT)] + [str(n) for n in sizes]
+
+    def pair(label: str, job: str | None) -> dict:
+        cache = base / label.replace(" ", "_")
+        env = child_env(cache, base / "tmp")
+        env.pop("TORCH_COMPILE_JOB_ID", None)  # an empty value is a job id too: remove it, do not blank it
+        if job is not None:
+            env["TORCH_COMPILE_JOB_ID"] = job
+        out = []
+        for _ in range(2):
+            run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+            if run.returncode != 0:
+                raise RuntimeError(f"code/{PGO_SCRIPT} ({label}) failed:\n{run.stderr[-3000:]}")
+            out.append(json.loads(run.stdout.strip().splitlines()[-1]))
+        return {"graphs": [r["graphs"] for r in out], "files": [f for f in out[-1]["files"]
+                                                                 if not f.endswith(".lock")],
+                "job_id": out[-1]["job_id"]}
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {"no job id": pool.submit(pair, "no job id", None), "job id": pool.submit(pair, "job id", job_id)}
+        return {label: fut.result() for label, fut in futures.items()}
+
+
 def torch_key_scope() -> dict:
     """What ``torch_key()`` hashes, counted the way it walks (ch24): ``build_code_hash`` reads every module
     ``pkgutil.iter_modules`` finds under the torch package folder (``_TORCH_PATH``), recursing into

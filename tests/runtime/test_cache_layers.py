@@ -221,3 +221,31 @@ def test_torch_key_walks_all_of_torch_and_the_opt_in_switches_read():
     opt = opt_in_layers()
     assert opt["caching_precompile"] is False and "compile_threads" in opt["ignored_settings"]
     assert isinstance(opt["bundle_triton"], bool) and isinstance(opt["pgo"], bool)
+
+
+def test_pgo_pairs_share_a_folder_and_only_the_job_id_pair_gets_one(tmp_path, monkeypatch):
+    # a stand-in for code/ch24_pgo.py that behaves as local PGO does: state read and written under a job id only
+    script = tmp_path / "pgo_stand_in.py"
+    script.write_text(
+        "import json, os, sys\n"
+        "job = os.environ.get('TORCH_COMPILE_JOB_ID')\n"
+        "folder = os.path.join(os.environ['TORCHINDUCTOR_CACHE_DIR'], 'dynamo')\n"
+        "state = os.path.join(folder, f'code_state_{job}_None_.pkl')\n"
+        "graphs = 1 if job is not None and os.path.exists(state) else len(sys.argv) - 1\n"
+        "if job is not None:\n"
+        "    os.makedirs(folder, exist_ok=True)\n"
+        "    open(state, 'w').close(); open(state + '.lock', 'w').close()\n"
+        "files = sorted(os.listdir(folder)) if os.path.isdir(folder) else []\n"
+        "print(json.dumps({'graphs': graphs, 'job_id': job, 'files': files}))\n")
+    monkeypatch.setattr(cl, "CODE_DIR", tmp_path)
+    monkeypatch.setattr(cl, "PGO_SCRIPT", script.name)
+    monkeypatch.setenv("TORCH_COMPILE_JOB_ID", "")  # inherited, even empty: the no-job-id pair must not see it
+    got = cl.pgo_across_processes(job_id="t", sizes=(8, 16), root=tmp_path / "pgo")
+    assert got["no job id"] == {"graphs": [2, 2], "files": [], "job_id": None}
+    assert got["job id"] == {"graphs": [2, 1], "files": ["code_state_t_None_.pkl"], "job_id": "t"}
+
+
+def test_the_pgo_script_exists_and_parses():
+    path = cl.CODE_DIR / cl.PGO_SCRIPT
+    compile(path.read_text(), str(path), "exec")
+    assert "TORCH_COMPILE_JOB_ID" in path.read_text() and 'backend="eager"' in path.read_text()
