@@ -5,17 +5,24 @@ answer cells (matched by exercise, not position; a missing one is "not answered"
 in a fresh kernel, in its own working folder with its own caches, on CPU, under a timeout. Answer and
 check cells may raise without stopping the run. The results are read from the records the course's check
 cells write (``helpers.exercises.check``) and written as grades.md, grades.csv (one row per student and
-exercise), students.csv and exercises.csv.
+exercise), students.csv and exercises.csv, each naming the file beside the student. Notes say what to read:
+what an answer cell's text reaches (``touches``: the course's modules, also through an alias, the kernel's
+hooks), an answer set to the chapter's own computed value (``copied_from_chapter``), what the grader's
+watch saw change (``helpers.pipeline.audit``), and files that are copies of each other (``note_duplicates``:
+byte for byte, or the same answers). Identical graded notebooks run once (``SharedRuns``).
 """
 from __future__ import annotations
 
 import ast
 import copy
 import csv
+import hashlib
 import json
 import re
+import shutil
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,10 +41,16 @@ SHOWN = {"right": "✅ right", "not quite": "❌ not quite", "not answered": "�
 NOT_NOTEBOOK, CORRUPTED = "not a notebook", "corrupted notebook"
 # what an answer cell may not do without a note: modules it may not import, calls it may not make
 SUSPECT_IMPORTS = ("sys", "gc", "inspect", "ctypes", "importlib", "builtins", "signal", "IPython", "papermill",
-                   "helpers.core", "helpers.pipeline")
+                   "helpers.core", "helpers.pipeline", "hashlib", "threading", "_thread", "ipykernel", "zmq",
+                   "jupyter_client")
 SUSPECT_CALLS = ("setattr", "delattr", "exec", "eval", "compile", "__import__", "vars", "globals", "locals")
 SUSPECT_ATTRS = ("__dict__", "__globals__", "__code__", "__builtins__", "__defaults__", "__kwdefaults__",
                  "_exit", "modules")
+# the kernel's own machinery: what a hook on later cells (a forged check) goes through
+KERNEL_ATTRS = ("display_pub", "displayhook", "user_ns", "user_global_ns", "input_transformers_cleanup",
+                "input_transformers_post", "ast_transformers", "set_custom_exc", "run_cell", "kernel")
+KERNEL_NAMES = ("get_ipython", "__builtins__")
+COURSE_ROOTS = ("helpers", "torch", "IPython", "builtins", "sys")  # modules an answer has no reason to change
 
 
 @dataclass
@@ -49,6 +62,8 @@ class Graded:
     results: dict[str, tuple[str, str]] = field(default_factory=dict)  # exercise -> (result, detail)
     notes: list[str] = field(default_factory=list)
     seconds: float | None = None
+    digest: str = ""  # of the file's bytes
+    answers: str = ""  # of the answers as graded (what the student wrote, where it differs from the hand-out)
 
     @property
     def right(self) -> int:
@@ -192,10 +207,59 @@ def loose_cells(submission: dict, course: dict) -> list[tuple[str | None, int, d
     return out
 
 
+def _dotted(node, aliases: dict[str, str]) -> str | None:
+    """What an expression stands for as a dotted name (``helpers.core.exercises``, ``setattr``), reading the
+    cell's own aliases, ``getattr(x, "name")``, ``sys.modules["name"]`` and ``vars(x)``/``x.__dict__``; None
+    for anything else."""
+    if isinstance(node, ast.Name):
+        return aliases.get(node.id, node.id)
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value, aliases)
+        return None if base is None else (base if node.attr == "__dict__" else f"{base}.{node.attr}")
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        base = _dotted(node.value, aliases)
+        if base == "sys.modules":
+            return node.slice.value
+        return None if base is None else f"{base}.{node.slice.value}"
+    if isinstance(node, ast.Call) and node.args:
+        fn = _dotted(node.func, aliases)
+        if fn in ("getattr", "builtins.getattr") and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
+            base = _dotted(node.args[0], aliases)
+            return None if base is None else f"{base}.{node.args[1].value}"
+        if fn in ("vars", "builtins.vars"):
+            return _dotted(node.args[0], aliases)
+        if fn in ("__import__", "importlib.import_module") and isinstance(node.args[0], ast.Constant):
+            return str(node.args[0].value)
+    return None
+
+
+def _aliases(tree) -> dict[str, str]:
+    """The cell's names that stand for a module or a builtin: ``import helpers.core.exercises as e``,
+    ``from helpers.core import exercises``, ``m = helpers.core.exercises``, ``s = setattr``."""
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update({a.asname: a.name for a in node.names if a.asname})
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names if a.name != "*"})
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            target = _dotted(node.value, out)
+            if target and (target.split(".")[0] in COURSE_ROOTS or target in SUSPECT_CALLS
+                           or target.split(".")[0] in KERNEL_NAMES):
+                out[node.targets[0].id] = target
+    return out
+
+
+def _course_object(dotted: str | None) -> bool:
+    return bool(dotted) and dotted.split(".")[0] in COURSE_ROOTS
+
+
 def touches(answer: str, course_names: set[str], allowed: set[str]) -> list[str]:
     """What an answer cell does that an answer need not do: rebind the course's names, set attributes of
-    anything but ``self``, write through vars()/globals()/__dict__, import the machinery (sys, gc, inspect,
-    helpers.core...), call exec/eval/setattr, define ``__eq__``; empty for an ordinary answer."""
+    anything but ``self``, write through vars()/globals()/__dict__ (of a module, or of an alias of one:
+    ``m = helpers.core.exercises; setattr(m, ...)``), import the machinery (sys, gc, inspect, hashlib,
+    helpers.core...), call exec/eval/setattr (or an alias of one), reach the kernel (``get_ipython()``, its
+    ``events.register``, ``display_pub``), define ``__eq__``; empty for an ordinary answer."""
     try:
         tree = ast.parse(strip_magics(answer))
     except SyntaxError:
@@ -203,6 +267,8 @@ def touches(answer: str, course_names: set[str], allowed: set[str]) -> list[str]
     same = {a.name for node in tree.body if isinstance(node, ast.Import) for a in node.names
             if a.asname is None and "." not in a.name}  # `import torch` binds torch to torch: nothing changes
     out = [f"rebinds {n}" for n in sorted((defined_names(answer) & course_names) - allowed - same)]
+    aliases = _aliases(tree)
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     for node in ast.walk(tree):
         if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
             root = node
@@ -210,20 +276,40 @@ def touches(answer: str, course_names: set[str], allowed: set[str]) -> list[str]
                 root = root.value
             if isinstance(node, ast.Attribute) and isinstance(root, ast.Name) and root.id in ("self", "cls"):
                 continue
+            module = _dotted(node.value, aliases)
+            through = (f" ({root.id} is {aliases[root.id]})" if isinstance(root, ast.Name) and root.id in aliases
+                       else "")
             if isinstance(node, ast.Subscript) and isinstance(root, ast.Name) and root.id not in course_names \
-                    and root.id not in ("sys", "helpers", "torch", "builtins"):
+                    and root.id not in COURSE_ROOTS and not _course_object(module):
                 continue  # writing into a list or dict of the answer's own
-            out.append(f"sets {ast.unparse(node)[:80]}")
+            out.append(f"sets {ast.unparse(node)[:80]}{through}")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in SUSPECT_CALLS:
             out.append(f"calls {node.func.id}()")
+            out += _sets_through_call(node, node.func.id, aliases)
+        elif isinstance(node, ast.Call) and (_dotted(node.func, aliases) or "").removeprefix("builtins.") in SUSPECT_CALLS:
+            fn = _dotted(node.func, aliases).removeprefix("builtins.")
+            out.append(f"calls {fn}() (as {ast.unparse(node.func)[:40]})")
+            out += _sets_through_call(node, fn, aliases)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in SUSPECT_CALLS \
+                and id(node) not in called:
+            out.append(f"uses {node.id} as a value (an alias of it calls it unnamed)")
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in KERNEL_NAMES:
+            out.append(f"reaches {node.id} (the kernel itself)")
+        elif isinstance(node, ast.Attribute) and node.attr in ("register", "unregister") \
+                and isinstance(node.value, ast.Attribute) and node.value.attr == "events":
+            out.append(f"registers an IPython event callback ({ast.unparse(node)[:60]}: code that runs before or after "
+                       "later cells, the checks included)")
+        elif isinstance(node, ast.Attribute) and node.attr in KERNEL_ATTRS:
+            out.append(f"reaches {ast.unparse(node)[:80]} (the kernel's machinery)")
         elif isinstance(node, ast.Attribute) and node.attr in SUSPECT_ATTRS:
             out.append(f"reaches {ast.unparse(node)[:80]}")
         elif isinstance(node, ast.Global):
             out.append("declares global " + ", ".join(node.names))
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-            out += [f"imports {m}" for m in mods if m.startswith(SUSPECT_IMPORTS) and (
-                m in SUSPECT_IMPORTS or m.startswith(tuple(f"{s}." for s in SUSPECT_IMPORTS)))]
+            out += [f"imports {m}" + (" (trying answers against a sealed value?)" if m == "hashlib" else "")
+                    for m in mods if m.startswith(SUSPECT_IMPORTS) and (
+                        m in SUSPECT_IMPORTS or m.startswith(tuple(f"{s}." for s in SUSPECT_IMPORTS)))]
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in ("__eq__", "__ne__", "__hash__"):
             out.append(f"defines {node.name} (an answer that decides its own equality?)")
         elif isinstance(node, ast.ClassDef) and any(
@@ -232,6 +318,58 @@ def touches(answer: str, course_names: set[str], allowed: set[str]) -> list[str]
                 for b in node.body):
             out.append(f"fakes __class__ in class {node.name} (an answer that passes for another type?)")
     return list(dict.fromkeys(out))
+
+
+CONVERSIONS = ("int", "float", "str", "bool", "len", "tuple", "list", "set", "sorted", "round", "abs", "repr")
+
+
+def _assigned(source: str) -> set[str]:
+    """Top-level names a cell binds by assignment (a chapter's computed values, not its functions or imports)."""
+    try:
+        tree = ast.parse(strip_magics(source))
+    except SyntaxError:
+        return set()
+    out = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                out |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return out
+
+
+def copied_from_chapter(answer: str, chapter_values: set[str], answer_names: set[str]) -> list[str]:
+    """The chapter's computed values an answer is set to as they are (``answer_1 = seq_entry_count``,
+    ``int(rec.compiles)``, ``counts["x"]``): an answer read from the notebook rather than predicted or worked
+    out. A name the answer cell binds itself first is the student's own."""
+    try:
+        tree = ast.parse(strip_magics(answer))
+    except SyntaxError:
+        return []
+    found, own = [], set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in answer_names for t in node.targets):
+            value = node.value
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in CONVERSIONS \
+                    and len(value.args) == 1 and not value.keywords:
+                value = value.args[0]
+            root = value
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in chapter_values - own - answer_names:
+                found.append(ast.unparse(value)[:60])
+        own |= _assigned(ast.unparse(node)) | defined_names(ast.unparse(node))
+    return found
+
+
+def _sets_through_call(node, fn: str, aliases: dict[str, str]) -> list[str]:
+    """``setattr(m, "name", ...)`` / ``delattr`` on a course module (named, through the cell's aliases)."""
+    if fn not in ("setattr", "delattr") or len(node.args) < 2:
+        return []
+    target = _dotted(node.args[0], aliases)
+    if not _course_object(target):
+        return []
+    attr = node.args[1].value if isinstance(node.args[1], ast.Constant) else "…"
+    return [f"sets {target}.{attr} (through {fn})"]
 
 
 rebinds = touches  # its earlier name
@@ -260,10 +398,11 @@ def graded_notebook(course: dict, submission: dict, *, exercise_timeout: float =
     answers = cells_by_exercise(submission, "answer")
     checks = cells_by_exercise(submission, "check")
     loose = loose_cells(submission, course)
-    course_names = {"helpers", "torch"}
+    course_names, chapter_values = {"helpers", "torch"}, set()
     for cell in nb["cells"]:
         if cell.get("cell_type") == "code" and role(cell) != "answer":
             course_names |= defined_names(_source(cell))
+            chapter_values |= _assigned(_source(cell))
     found = exercises(nb)
     answer_names = {ex.number: defined_names(_source(nb["cells"][ex.answer])) for ex in found}
     where = {id(c): i for i, c in enumerate(submission["cells"])}
@@ -300,6 +439,10 @@ def graded_notebook(course: dict, submission: dict, *, exercise_timeout: float =
             odd = touches(src, course_names, answer_names[ex.number])
             if odd:
                 notes.append(f"{ex.number}: the answer cell {', '.join(odd)} (read it)")
+            copied = copied_from_chapter(src, chapter_values, answer_names[ex.number])
+            if copied:
+                notes.append(f"{ex.number}: the answer is the chapter's own {', '.join(copied)}, a value the notebook "
+                             "computed (copied rather than predicted or worked out? read it)")
             answer["source"] = src
         if any(seal_check(_source(c), ex.number).strip() != _source(check).strip() for c in checks.get(ex.number, [])):
             notes.append(f"{ex.number}: check cell edited (the course's check was used)")
@@ -400,6 +543,9 @@ def results_of(executed: dict, expected: dict | None = None) -> tuple[dict[str, 
                 if a.get("changed"):
                     notes.append(f"{n}: the course's modules changed while the {a['phase']} cell ran: "
                                  f"{', '.join(a['changed'][:5])} (read the answer cell)")
+                if a.get("hooks"):
+                    notes.append(f"{n}: the kernel's hooks changed while the {a['phase']} cell ran: "
+                                 f"{', '.join(a['hooks'][:5])}; undone before the next cell (read the answer cell)")
     graded_cells = {j for ex in exercises(executed) for j in (ex.answer, ex.check)}
     graded_cells |= {i for i, c in enumerate(cells) if ((c.get("metadata", {}).get(META) or {}).get("role") == "grader")}
     stopped = next((f"cell {i + 1} raised {_error(c)}" for i, c in enumerate(cells)
@@ -448,16 +594,66 @@ def _halted_exercise(executed: dict | None) -> tuple[str | None, int | None]:
     return None, i
 
 
+class SharedRuns:
+    """The runs of one grading: a graded notebook identical to one already run (the same answers, e.g. two
+    blank copies or one file handed in twice) is not run again; its executed notebook is copied."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._runs: dict[str, tuple[Future, Path]] = {}
+
+    def execute(self, nb: dict, graded: Path, executed: Path, **kwargs):
+        """``run.execute`` of ``graded`` into ``executed``, or the result of the identical notebook's run."""
+        from .run import execute
+
+        key = hashlib.sha256(json.dumps([nb, kwargs.get("device"), kwargs.get("timeout")], sort_keys=True,
+                                        default=str).encode()).hexdigest()
+        with self._lock:
+            mine = key not in self._runs
+            if mine:
+                self._runs[key] = (Future(), executed)
+            future, first = self._runs[key]
+        if mine:
+            try:
+                future.set_result(execute(graded, executed, **kwargs))
+            except BaseException as exc:
+                future.set_exception(exc)
+                raise
+            return future.result()
+        run = future.result()
+        if first.exists():
+            executed.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(first, executed)
+        return run
+
+
+def answers_digest(nb: dict, course: dict) -> str:
+    """A digest of the answers as graded, where they differ from the hand-out ("" for a blank copy or one whose
+    answers are too short to tell apart: together under ``SAME_ANSWERS_MIN`` characters of code)."""
+    blank = {ex.number: _source(course["cells"][ex.answer]).strip() for ex in exercises(course)}
+    mine = {ex.number: _source(nb["cells"][ex.answer]).strip() for ex in exercises(nb)}
+    written = {n: src for n, src in mine.items() if src != blank.get(n)}
+    if sum(len("".join(src.split())) for src in written.values()) < SAME_ANSWERS_MIN:
+        return ""
+    return hashlib.sha256(json.dumps(written, sort_keys=True).encode()).hexdigest()
+
+
+SAME_ANSWERS_MIN = 60  # characters of answer code (spaces left out) below which equal answers say nothing
+
+
 def grade_one(path: Path, work: Path, *, device: str, timeout: float, student: str | None = None,
-              exercise_timeout: float = 120) -> Graded:
+              exercise_timeout: float = 120, shared: SharedRuns | None = None) -> Graded:
     """Grade one submission in its own folder ``work`` (a fresh kernel, its own caches).
 
     When the kernel dies or the notebook runs out of time inside an exercise, that exercise is marked
-    and the notebook runs again without its answer, so that one exercise costs only itself.
+    and the notebook runs again without its answer, so that one exercise costs only itself. With
+    ``shared``, a notebook identical to one this grading already ran is not run again.
     """
-    from .run import execute, resolve
+    from .run import resolve
 
+    shared = shared or SharedRuns()
     g = Graded(student or work.name, str(path))
+    g.digest = hashlib.sha256(path.read_bytes()).hexdigest()
     submission, bad = read_submission(path)
     if bad:
         g.status, note = bad
@@ -485,7 +681,10 @@ def grade_one(path: Path, work: Path, *, device: str, timeout: float, student: s
         graded.write_text(json.dumps(nb, indent=1, ensure_ascii=False), encoding="utf-8")
         executed_path = work / "executed" / course_path.name
         executed_path.unlink(missing_ok=True)
-        run = execute(graded, executed_path, device=device, scale="auto", timeout=timeout, cache=work / "cache")
+        if not stopped_in:
+            g.answers = answers_digest(nb, course)
+        run = shared.execute(nb, graded, executed_path, device=device, scale="auto", timeout=timeout,
+                             cache=work / "cache")
         try:
             executed = load_notebook(executed_path)
         except CourseError:
@@ -545,11 +744,13 @@ def grade(paths: list[str], *, out: str | Path | None = None, jobs: int = 2, tim
         names[stem] = names.get(stem, 0) + 1
         works.append((f, student, out / "work" / (stem if names[stem] == 1 else f"{stem}-{names[stem]}")))
     t0 = time.perf_counter()
+    shared = SharedRuns()
 
     def one(item):
         f, student, work = item
         try:
-            g = grade_one(f, work, device=device, timeout=timeout, student=student, exercise_timeout=exercise_timeout)
+            g = grade_one(f, work, device=device, timeout=timeout, student=student, exercise_timeout=exercise_timeout,
+                          shared=shared)
         except Exception as exc:  # one submission must never stop the others' grading
             g = Graded(student, str(f), status="grader error", notes=[f"{type(exc).__name__}: {exc}"])
         base = first if first.is_dir() else first.parent
@@ -560,6 +761,7 @@ def grade(paths: list[str], *, out: str | Path | None = None, jobs: int = 2, tim
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         graded = list(pool.map(one, works))
+    note_duplicates(graded)
     seconds = time.perf_counter() - t0
     run = {"jobs": jobs, "timeout": timeout, "device": device, "seconds": round(seconds, 1)}
     write_tables(graded, out, run)
@@ -570,6 +772,22 @@ def grade(paths: list[str], *, out: str | Path | None = None, jobs: int = 2, tim
         GRADING_RECORD.write_text(json.dumps(timing, indent=1) + "\n")
     print(f"graded {len(graded)} submission{'s' if len(graded) != 1 else ''} in {seconds:.0f} s: {out / 'grades.md'}")
     return 0
+
+
+def note_duplicates(graded: list[Graded]) -> None:
+    """A note on each submission whose file is byte for byte another's, or whose answers (as graded, where
+    they differ from the hand-out) are character for character another's: the instructor reads both."""
+    for key, what in (("digest", "byte for byte the same file as"), ("answers", "the same answers, character for "
+                                                                               "character, as")):
+        groups: dict[str, list[Graded]] = {}
+        for g in graded:
+            if getattr(g, key):
+                groups.setdefault(getattr(g, key), []).append(g)
+        for group in groups.values():
+            for g in group if len(group) > 1 else []:
+                others = [o for o in group if o is not g and (key == "digest" or o.digest != g.digest)]
+                if others:  # (the same answers in the same file: already said)
+                    g.notes.append(f"{what} {', '.join(f'{o.student} ({o.file})' for o in others)} (copied? read both)")
 
 
 def timing_record(graded: list[Graded], run: dict) -> dict:
@@ -612,13 +830,13 @@ def write_tables(graded: list[Graded], out: Path, run: dict) -> None:
     for chapter in sorted({g.chapter for g in graded if g.results}):
         group = [g for g in graded if g.chapter == chapter and g.results]
         exs = list(group[0].results)
-        lines += [f"## {chapter}", "", "| student | " + " | ".join(exs) + " | right | notes |",
-                  "|---" * (len(exs) + 3) + "|"]
+        lines += [f"## {chapter}", "", "| student | file | " + " | ".join(exs) + " | right | notes |",
+                  "|---" * (len(exs) + 4) + "|"]
         for g in group:
             cells = [SHOWN[g.results[e][0]] + (f" ({g.results[e][1]})" if g.results[e][1] else "")
                      if e in g.results else "" for e in exs]
             notes = ([g.status] if g.status != "graded" else []) + g.notes
-            lines.append("| " + " | ".join(_cell(c) for c in [g.student, *cells, f"{g.right}/{len(exs)}",
+            lines.append("| " + " | ".join(_cell(c) for c in [g.student, g.file, *cells, f"{g.right}/{len(exs)}",
                                                               "; ".join(notes)]) + " |")
         lines.append("")
     if per_ex:
@@ -629,8 +847,9 @@ def write_tables(graded: list[Graded], out: Path, run: dict) -> None:
         lines.append("")
     bad = [g for g in graded if not g.results]
     if bad:
-        lines += ["## Not graded", "", "| file | why |", "|---|---|"]
-        lines += [f"| {_cell(Path(g.file).name)} | {_cell(g.status + ': ' + '; '.join(g.notes))} |" for g in bad]
+        lines += ["## Not graded", "", "| student | file | why |", "|---|---|---|"]
+        lines += [f"| {_cell(g.student)} | {_cell(g.file)} | {_cell(g.status + ': ' + '; '.join(g.notes))} |"
+                  for g in bad]
         lines.append("")
     (out / "grades.md").write_text("\n".join(lines), encoding="utf-8")
 

@@ -42,41 +42,84 @@ kernel, in its own folder with its own caches. `FOLDER/grades/grades.md` has a r
 `grades.csv` (one row per student and exercise), `students.csv` and `exercises.csv` hold the same for a
 spreadsheet, and `work/STUDENT/executed/` the notebook as it ran. GRADING_TIME
 
-**What the grader catches, and what it notes.**
+**Files.** A file that is not a notebook ("not a notebook": a text or binary file, what it starts with)
+and a broken notebook ("corrupted notebook": where its JSON breaks, e.g. a download cut short) get
+different words, each in "Not graded"; a notebook whose name names another chapter than its content is
+graded as its content says, with a note. The tables name each submission's file beside its student, so
+two students of one name (`ada.ipynb` and `ada/ch05_variable_trackers.ipynb`) are told apart.
 
-- *Answers are judged outside the student's notebook.* The check in the student's kernel sends the answer
-  out as plain data (numbers, text, tuples, lists, dicts, sets; any other object only as its type and
-  repr), and the grader compares it in its own process with the expected value: the one the book's check
-  cell writes out, read from the book's notebook, or, where the check computes it, the one the kernel
-  computed. An answer object whose `__eq__` always says True is an object, not a number: ❌, with the note
-  "defines `__eq__`". Where the kernel's check said otherwise than the grader, a note says so.
-- *Answer cells that reach into the course are noted* ("read it"): rebinding a name the course's cells
-  set, setting attributes (but `self.…`), writing through `vars()`, `globals()` or `__dict__`, importing
-  `sys`, `gc`, `inspect`, `ctypes`, `importlib`, `builtins`, `helpers.core` or `helpers.pipeline`, calling
-  `exec`/`eval`/`setattr`, reaching `os._exit`. Cells the grader adds around each exercise also watch the
-  course's modules while it runs and name what changed (`helpers.core.exercises._same`), or note that
-  they could not report.
-- *No silent zero.* Answers written in new cells under an exercise (or in cells that lost their tags) are
-  graded with it, and noted. An answer that loops is stopped after `--exercise-timeout` seconds (default
-  120): ⏱ for that exercise, the others graded. A kernel that dies (`os._exit`, a crash) or a notebook
-  that runs past `--timeout` inside an exercise marks that exercise, and the notebook runs again without
-  its answer so the other exercises are graded; the status says "kernel died" or "timeout" at exercise N.
-  An edited check cell is ignored (the course's runs) and noted.
-- *Files.* A file that is not a notebook ("not a notebook": a text or binary file, what it starts with)
-  and a broken notebook ("corrupted notebook": where its JSON breaks, e.g. a download cut short) get
-  different words, each in "Not graded"; a notebook whose name names another chapter than its content is
-  graded as its content says, with a note.
+### What grading in the student's kernel can and cannot prevent
 
-**What the grader cannot prevent.** An answer cell is arbitrary Python run in the student's kernel, with
-your rights: run the grader as a user who can write nowhere but its output folder, on a machine with
-nothing to lose. A determined student can still write code the notes do not name (the notes are a list of
-what to read, not a verdict), forge what the kernel sends out for an exercise whose expected value the
-kernel computes, or answer from the book itself: the published book shows every solution behind a
-toggle, its download and Colab buttons give the full notebooks, and this guide prints every solution.
-Where a check computes its expected value in the notebook (e.g. exercise 3.3's `len(instructions(...))`,
-needed because the value depends on the Python or torch version), a student who runs that expression sees
-the value; the seal covers only values written out. A seal is a hash: trying answers against it is
-trying answers against the check, which the exercise allows anyway.
+The course's checks run in the student's own kernel, after the student's answer cells, so an answer cell
+can run any Python before them. The grader cannot stop that; it can judge the answer where the student's
+code cannot reach, watch what the code changed, undo some of it, and tell you what to read. The items
+below name the mechanism; the planted submissions in `tests/pipeline/submissions/` and the grader's unit
+tests try these cheats.
+
+*Prevented: against these, the grade stays right.*
+
+- An answer that declares itself equal (an `__eq__` that always says True, a faked `__class__`): the
+  check sends the answer out as plain data (numbers, text, tuples, lists, dicts, sets; any other object as
+  its type and repr only) and the grader compares it in its own process with the expected value that the
+  book's check cell writes out (`helpers.core.exercises.plain`, `same_plain`). Where the expected value is
+  written out, the hand-out holds only its seal, so a forged record needs the value itself.
+- An edited check cell: the course's check runs instead (noted).
+- A result published by student code into a check cell beside the real one: the exercise is not graded
+  and a note says so.
+- Hooks on later cells and a replaced compiler: IPython event callbacks (`events.register`), input and AST
+  transformers, the display publisher and display functions a check's record goes through, `sys`'s
+  display, trace and profile hooks, the notebook's `torch` and `helpers` names, `torch.compile` and every
+  callable of `torch.compiler`, `torch._dynamo` and `torch._dynamo.eval_frame`. The grader's cell after the
+  answer cell (and after the check) compares them with what they were before and undoes the change, so
+  the check runs with the real ones (a hook that would forge the next check's record never runs there).
+- A compile-counting check fooled by a cached graph (5.2, 6.3: `compiles_for`, `compiled_runs_for` in
+  `helpers.dynamo.exercises`): a call counts only if its result is what a graph run in that call returned,
+  so running the graph compiled for another value and returning an eager result is "not quite", with the
+  reason; so is a backend handed something that is not an FX graph (a fake `torch.compile`).
+- An endless loop or a dead kernel costs one exercise: ⏱ after `--exercise-timeout` seconds, or the
+  notebook runs again without the answer that killed it.
+
+*Flagged: a note says what to read; the grade may still be wrong.*
+
+- What the answer cell's text does that an answer need not do: rebinding a name the course's cells set;
+  setting attributes (but `self.…`); writing through `vars()`, `globals()` or `__dict__`, also through an
+  alias of a module (`m = helpers.core.exercises; setattr(m, ...)`, `import helpers.core.exercises as e;
+  e.__dict__[...] = ...`); calling `exec`, `eval`, `setattr` and the like, also under another name
+  (`_set = setattr`); importing `sys`, `gc`, `inspect`, `ctypes`, `importlib`, `builtins`, `signal`,
+  `IPython`, `hashlib`, `threading`, `ipykernel`, `helpers.core` or `helpers.pipeline`; reaching the kernel
+  (`get_ipython`, `events.register`, `display_pub`, `user_ns`); `os._exit`; defining `__eq__`.
+- Names in the course's modules (`helpers.*`) and `builtins` whose object changed while the answer cell ran
+  (the grader's watch; during the check, in the modules that decide a result). These are not undone: a
+  patched `helpers.core.exercises` can still change what the kernel sends out, which matters where the
+  check computes its expected value in the notebook. Where the kernel's check said otherwise than the
+  grader's comparison, a note says so.
+- An answer set to a value the chapter computed (`answer_1 = seq_entry_count` in 6.1): read from the
+  notebook rather than predicted.
+- Two files that are the same byte for byte, or whose answer cells are the same character for character
+  (compared where they differ from the hand-out, when those cells hold at least 60 characters other than
+  spaces: short answers such as `answer_1 = 5` coincide honestly). Identical graded notebooks run once.
+- Answers written in new cells under an exercise, or in cells that lost their tags: graded with it, and noted.
+
+*Neither prevented nor flagged.*
+
+- Changes the watch does not list: objects changed in place (the chapter's tensors, a list a check reads),
+  torch's internals beyond the entry points above, other libraries; a thread started in an answer cell
+  that acts later (the import of `threading` is flagged; what the thread does is not watched).
+- Student code that runs inside a check (5.2's `compile_f`, 6.3's `call_h`) can reach the check's own
+  objects (the recording backend it is handed) and change the count it returns; a note comes only where
+  the text sets an attribute or uses a name listed above.
+- Answers copied from elsewhere: the published book shows every solution behind a toggle, its download
+  and Colab buttons give the full notebooks, this guide prints every solution, and a classmate's answer
+  edited by one character is no longer "the same".
+- A value the chapter computes and the student reads by running the expression the check uses (exercise
+  3.3's `len(instructions(...))`): the seal covers only values written out. A seal is a hash: trying
+  answers against it is trying answers against the check, which the exercise allows anyway.
+
+*What to look at.* Every note, in `grades.md` or `students.csv`; for a note, the executed notebook in
+`work/STUDENT/executed/` (the grader's own cells there print what they saw after each answer and check);
+"right" answers to "predict" exercises, which cannot show that the student predicted; each pair noted as
+copies. Run the grader as a user who can write nowhere but its output folder, on a machine with nothing
+to lose: an answer cell runs with your rights.
 """
 
 

@@ -81,3 +81,50 @@ def test_one_graph_rewrite_checks_results_then_the_graph():
     assert one_graph_rewrite(with_cond, _g, inputs, op="torch.cond") == (1, 0, True)
     assert one_graph_rewrite(with_where, _g, inputs, op="torch.cond") == (1, 0, False)
     assert one_graph_rewrite(_g, _g, inputs, op="torch.cond") == (2, 1, False)
+
+
+def test_a_cached_graph_or_a_backend_called_by_hand_is_not_counted():
+    """Issue 29 (session 3): ch06's 6.3 'dee' answer runs the graph cached for n = 0 and returns an eager
+    x * n; a 5.2-style answer runs the n = 3 graph and returns eager results, or calls the backend by hand."""
+    import types
+
+    x = torch.randn(4)
+    want = lambda n: _f(x, n)  # noqa: E731
+    make = lambda backend: torch.compile(_f, backend=backend, dynamic=False)  # noqa: E731
+
+    def dee(cf, n):
+        cf(x, 0)
+        return x * n
+
+    def in_place(cf, n):
+        return cf(x, 0).copy_(x * n)
+
+    with dynamo_config(recompile_limit=2):
+        assert compiled_runs_for((make, dee), range(6), want) == "the result for 1 is not what the graph run in that call returned"
+        assert compiled_runs_for((make, in_place), range(6), want) == "the result for 1 is not what the graph run in that call returned"
+
+    def cached(cf, n):
+        cf(x, 3)
+        return _f(x, n)
+
+    def by_hand(backend):
+        backend(torch.fx.symbolic_trace(lambda a: a * 1), [])
+        return _f
+
+    def fake(backend):
+        backend(types.SimpleNamespace(forward=_f), [])
+        return _f
+
+    plain = lambda backend: torch.compile(_f, backend=backend)  # noqa: E731
+    assert compiles_for((plain, cached), (3, 4, 5), want) == "the result for 4 is not what the graph run in that call returned"
+    assert compiles_for((by_hand, lambda cf, n: cf(x, n)), (3, 4, 5), want) == "the call for 3 ran no compiled graph"
+    assert compiles_for((fake, lambda cf, n: cf(x, n)), (3, 4, 5), want).startswith(
+        "the backend was handed a SimpleNamespace, not an FX graph")
+
+
+def test_entry_points_name_torch_compile_and_dynamos_optimize():
+    from helpers.dynamo.exercises import entry_points
+
+    points = entry_points()
+    assert points["torch.compile"] is torch.compile and "torch._dynamo.optimize" in points
+    assert "torch.compiler.reset" in points and "torch._dynamo.eval_frame.OptimizedModule" in points

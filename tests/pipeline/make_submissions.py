@@ -1,15 +1,26 @@
-"""Write the planted ch05 submissions of tests/pipeline/submissions/ that stand for issue 29's cheats and
-failures (run it again after ch05's exercises change: `python tests/pipeline/make_submissions.py`).
+"""Write the planted ch05 submissions of tests/pipeline/submissions/ (run it again after ch05's exercises
+change: `python tests/pipeline/make_submissions.py`). ada.ipynb, ben.ipynb and eve.ipynb are hand-made.
 
-Each is the ch05 student edition with ada's right answers, but for one thing:
-fay answers 5.1 with an object whose __eq__ always says True; gus patches the course's comparison through
-vars() before answering 5.1 wrongly, and replaces helpers.exercises.check before 5.3; hal writes each answer
-in a new cell under the untouched answer cell; ivy's 5.1 kills the kernel (os._exit); jon's 5.2 loops
-forever; kim is ada's notebook cut short (corrupted); nell/gina_ch06.ipynb is ch05 handed in under a ch06
-name, in a subfolder as an LMS export has it.
+One class, graded once by tests/pipeline/test_grade.py: each planted file carries several cheats or
+failures, one per exercise, so that the class runs ch05 few times.
+
+- dan edited 5.1's check to always pass and answers 5.1 with the chapter's own computed value (kinds_f);
+  5.2 runs the graph compiled for n = 3 and returns eager results (a cached-graph cheat); 5.3 rebinds the
+  check's helper source_name.
+- gus cheats on the kernel: 5.1 is an object whose __eq__ always says True, beside an IPython
+  pre_run_cell hook that forges a "right" record for any sealed check whose value it finds by hashing
+  (get_ipython, events.register, display_pub, hashlib); 5.2 patches the course's comparison through vars()
+  and replaces torch.compile with a fake through an aliased setattr; 5.3 replaces helpers.exercises.check
+  and sets the comparison again through an alias of the module (m = helpers.core.exercises; setattr(m, ...)).
+- nell/gina_ch06.ipynb (a subfolder, a ch06 name on a ch05 notebook) writes each answer in a new cell under
+  the untouched answer cell; its 5.1 kills the kernel (os._exit) and its 5.2 loops forever.
+- kim is ada's notebook cut short (corrupted).
+- ada/ch05_variable_trackers.ipynb is ada.ipynb byte for byte (a second "ada", in a subfolder); pat hands
+  in ada's answers in a file of its own (the same answer cells, other bytes).
 """
 import copy
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -28,16 +39,65 @@ RIGHT = {
            "    return compiled(x, n, [1, 2])\n\nanswer_2 = (compile_f, call_with)",
     "5.3": 'answer_3 = attr_source(attr_source(local_source("self"), "layer"), "weight")',
 }
-PLANTED = {
-    "fay_always_equal": {"5.1": "class Whatever:\n    def __eq__(self, other):\n        return True\n\n"
-                                "answer_1 = Whatever()"},
-    "gus_patches_the_course": {
-        "5.1": 'import helpers\nvars(helpers.core.exercises)["_same"] = lambda *a: True\nanswer_1 = 4',
-        "5.3": "real = helpers.exercises.check\nhelpers.exercises.check = lambda name, got, want, **k: real(name, want, want, **k)\n"
-               'answer_3 = local_source("self")'},
-    "ivy_kernel_dies": {"5.1": "import os\nos._exit(1)\nanswer_1 = 3"},
-    "jon_endless_loop": {"5.2": "while True:\n    pass"},
-}
+HOOK = r'''import hashlib
+import re
+
+class Whatever:
+    def __eq__(self, other):
+        return True
+
+def _helper(info):
+    src = info.raw_cell or ""
+    m = re.search(r'check\("(exercise [\d.]+)".*?sealed\("(sha256:[0-9a-f]+)"\)', src, re.S)
+    if not m:
+        return
+    name, seal = m.groups()
+    for n in range(-100, 100):
+        if "sha256:" + hashlib.sha256(f"{name}\n{n}".encode()).hexdigest() == seal:
+            rec = {"name": name, "result": "right", "answer": repr(n), "got": {"num": n},
+                   "want": None, "sealed": True, "tol": 1e-6}
+            get_ipython().display_pub.publish(data={"text/plain": f"{name}: ✅ right."},
+                                              metadata={"course_exercise": rec})
+            return
+
+get_ipython().events.register("pre_run_cell", _helper)
+answer_1 = Whatever()'''
+FAKE_COMPILE = '''import helpers
+import types
+
+vars(helpers.core.exercises)["_same"] = lambda *a: True
+
+def _compile(fn, backend=None, **kwargs):
+    return backend(types.SimpleNamespace(forward=fn), [])
+
+_set = setattr
+_set(torch, "compile", _compile)
+
+def compile_f(backend):
+    """Compile f with `backend` (the check passes a GraphRecorder)."""
+    return torch.compile(f, backend=backend)
+
+def call_with(compiled, n):
+    """Call the compiled f for one value of n; x and items stay as they are."""
+    return compiled(x, n, [1, 2])
+
+answer_2 = (compile_f, call_with)'''
+CHECK_PATCH = '''m = helpers.core.exercises
+setattr(m, "_same", lambda *a: True)
+real = helpers.exercises.check
+helpers.exercises.check = lambda name, got, want, **k: real(name, want, want, **k)
+answer_3 = local_source("self")'''
+CACHED_GRAPH = '''def compile_f(backend):
+    """Compile f with `backend` (the check passes a GraphRecorder)."""
+    return torch.compile(f, backend=backend)
+
+def call_with(compiled, n):
+    """Call the compiled f for one value of n; x and items stay as they are."""
+    compiled(x, 3, [1, 2])          # the graph compiled for n = 3, run again
+    return f(x, n, [1, 2])          # the result, computed eagerly
+
+answer_2 = (compile_f, call_with)'''
+NELL = {"5.1": "import os\nos._exit(1)\nanswer_1 = 3", "5.2": "answer_2 = None\nwhile True:\n    pass", "5.3": RIGHT["5.3"]}
 
 
 def edition():
@@ -51,13 +111,13 @@ def answered(changes: dict[str, str]) -> dict:
     return nb
 
 
-def new_cells_under_answers() -> dict:
-    """hal: the answer cells untouched, each answer in a new untagged cell right under it."""
+def new_cells_under_answers(answers: dict[str, str]) -> dict:
+    """The answer cells untouched, each answer in a new untagged cell right under it."""
     nb = edition()
     for ex in reversed(exercises(nb)):
-        nb["cells"].insert(ex.answer + 1, {"cell_type": "code", "id": f"hal-{ex.number.replace('.', '-')}",
+        nb["cells"].insert(ex.answer + 1, {"cell_type": "code", "id": f"own-{ex.number.replace('.', '-')}",
                                            "metadata": {}, "execution_count": None, "outputs": [],
-                                           "source": RIGHT[ex.number]})
+                                           "source": answers[ex.number]})
     return nb
 
 
@@ -70,12 +130,20 @@ def save(nb: dict, path: Path) -> str:
 
 def main():
     out = HERE / "submissions"
-    for name, changes in PLANTED.items():
-        save(answered(changes), out / f"{name}.ipynb")
-    save(new_cells_under_answers(), out / "hal_answers_in_new_cells.ipynb")
+    dan = answered({"5.1": 'answer_1 = kinds_f["EQUALS_MATCH"]', "5.2": CACHED_GRAPH,
+                    "5.3": "source_name = lambda source: \"L['self'].layer.weight\"\nanswer_3 = 1"})
+    check = dan["cells"][exercises(dan)[0].check]
+    check["source"] = 'helpers.exercises.check("exercise 5.1", 3, 3)  # always right'
+    save(dan, out / "dan.ipynb")
+    save(answered({"5.1": HOOK, "5.2": FAKE_COMPILE, "5.3": CHECK_PATCH}), out / "gus_cheats_on_the_kernel.ipynb")
+    save(new_cells_under_answers(NELL), out / "nell" / "gina_ch06.ipynb")
     text = json.dumps(answered({}), indent=1, ensure_ascii=False)
     (out / "kim_corrupted.ipynb").write_text(text[: len(text) // 2], encoding="utf-8")
-    save(answered({}), out / "nell" / "gina_ch06.ipynb")
+    (out / "ada").mkdir(exist_ok=True)
+    shutil.copyfile(out / "ada.ipynb", out / "ada" / "ch05_variable_trackers.ipynb")
+    pat = copy.deepcopy(load_notebook(out / "ada.ipynb"))
+    pat["cells"].append({"cell_type": "markdown", "id": "pat-note", "metadata": {}, "source": "My answers. — Pat"})
+    save(pat, out / "pat_same_answers.ipynb")
 
 
 if __name__ == "__main__":

@@ -48,3 +48,45 @@ def test_a_proxy_whose_getattr_raises_does_not_break_the_watch():
 
     snap = audit.snapshot()
     assert "helpers.inductor.lowering.ops" in snap or any(k.startswith("helpers.inductor.lowering.") for k in snap)
+
+
+def test_the_watch_names_and_undoes_a_kernel_hook_and_a_faked_torch_compile(monkeypatch):
+    """Issue 29 (session 3): an IPython callback a student's cell registered, and torch.compile replaced."""
+    import types
+
+    import torch
+    from IPython.core.events import EventManager
+
+    ip = types.SimpleNamespace(events=EventManager(None, {"pre_run_cell": None, "post_run_cell": None}),
+                               input_transformers_post=[], user_ns={"torch": torch})
+    monkeypatch.setattr(audit, "_ipython", lambda: ip)
+    real = torch.compile
+    state = {"hooks": audit.hooks()}
+
+    def _helper(info):
+        pass
+
+    ip.events.register("pre_run_cell", _helper)
+    ip.input_transformers_post.append(str.upper)
+    torch.compile = lambda fn, **kwargs: fn
+    try:
+        said = audit._watch_hooks(state)
+    finally:
+        monkeypatch.setattr(torch, "compile", real)  # put back even if the watch did not
+    assert said == ["IPython pre_run_cell callback _helper added", "IPython input_transformers_post upper added",
+                    "torch.compile replaced"]
+    assert ip.events.callbacks["pre_run_cell"] == [] and ip.input_transformers_post == []  # undone
+    assert audit._watch_hooks(state) == []
+
+
+def test_the_watch_sees_the_notebooks_torch_name_rebound(monkeypatch):
+    import types
+
+    import torch
+
+    ip = types.SimpleNamespace(user_ns={"torch": torch})
+    monkeypatch.setattr(audit, "_ipython", lambda: ip)
+    state = {"hooks": audit.hooks()}
+    ip.user_ns["torch"] = types.SimpleNamespace(compile=lambda fn, **k: fn)
+    assert audit._watch_hooks(state) == ["the notebook's name torch rebound"]
+    assert ip.user_ns["torch"] is torch

@@ -1,13 +1,15 @@
 """Unit tests of helpers/pipeline/grade.py, and one grading of the planted submissions in submissions/ (ch05).
 
-The planted copies of ch05 (made from its student edition): ada answers everything right; ben gets 5.1
-wrong, deleted 5.3's cells and some text, and lost the cell stamps; cleo's 5.2 answer raises half way;
-dan edited 5.1's check to always pass and answers 5.3 by rebinding the check's helper (a cheat the
-grader cannot stop, only flag); eve.ipynb is a text file, not a notebook. Issue 29's cheats and failures
-(written by make_submissions.py): fay's 5.1 is an object whose __eq__ always says True; gus patches the
-course's comparison through vars() and replaces helpers.exercises.check; hal writes the answers in new cells
-under the answer cells; ivy's 5.1 kills the kernel; jon's 5.2 loops forever; kim's notebook is cut short;
-nell/gina_ch06.ipynb is ch05 under a ch06 name, in a subfolder.
+One class, graded once (a module fixture) and asserted by many tests; each planted file carries several
+cheats or failures, one per exercise (make_submissions.py says which), so that ch05 runs few times. ada
+answers everything right; ada/ch05_variable_trackers.ipynb is ada.ipynb byte for byte and pat hands in
+ada's answers in a file of its own (both graded from ada's run); ben gets 5.1 wrong, his 5.2 raises half
+way, he deleted 5.3's cells and some text, and lost the cell stamps; dan edited 5.1's check, answers 5.1
+with the chapter's own value, 5.2 with a cached-graph cheat and 5.3 by rebinding the check's helper; gus
+cheats on the kernel (an always-equal object, an IPython hook forging sealed checks, the comparison
+patched, torch.compile faked, the check replaced); nell/gina_ch06.ipynb is ch05 under a ch06 name in a
+subfolder, answers in new cells, kills the kernel in 5.1 and loops in 5.2; eve.ipynb is a text file, kim's
+notebook is cut short.
 """
 import copy
 import csv
@@ -18,110 +20,152 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from helpers.pipeline.grade import (_halted_exercise, _judge, chapter_note, chapter_of, graded_notebook, read_submission,
-                                    rebinds, results_of, submissions, touches)
+from helpers.pipeline.grade import (Graded, _halted_exercise, _judge, chapter_note, chapter_of, copied_from_chapter,
+                                    graded_notebook, note_duplicates, read_submission, rebinds, results_of,
+                                    submissions, touches)
 from helpers.pipeline.student import exercises, student_edition
 from helpers.pipeline.verify import _source, load_notebook
 
 SUBMISSIONS = Path(__file__).parent / "submissions"
 CH05 = ROOT / "chapters" / "ch05_variable_trackers.ipynb"
+CH06 = ROOT / "chapters" / "ch06_guards.ipynb"
+ADA2 = "ada/ch05_variable_trackers.ipynb"
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     out = tmp_path_factory.mktemp("grades")
     proc = subprocess.run([sys.executable, "-m", "helpers", "grade", str(SUBMISSIONS), "--out", str(out),
-                           "--jobs", "2", "--timeout", "240", "--exercise-timeout", "15"],
+                           "--jobs", "2", "--timeout", "240", "--exercise-timeout", "10"],
                           cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with (out / "grades.csv").open() as fh:
         rows = list(csv.DictReader(fh))
     with (out / "students.csv").open() as fh:
-        students = {r["student"]: r for r in csv.DictReader(fh)}
+        students = {r["file"]: r for r in csv.DictReader(fh)}
     return {"out": out, "rows": rows, "students": students, "log": proc.stdout}
 
 
 def test_planted_submissions_get_the_courses_verdicts(graded):
-    got = {(r["student"], r["exercise"]): r["result"] for r in graded["rows"]}
+    got = {(r["file"].removesuffix(".ipynb"), r["exercise"]): r["result"] for r in graded["rows"]}
+    ada = {("ada", "5.1"): "right", ("ada", "5.2"): "right", ("ada", "5.3"): "right"}
     assert got == {
-        ("ada", "5.1"): "right", ("ada", "5.2"): "right", ("ada", "5.3"): "right",
-        ("ben", "5.1"): "not quite", ("ben", "5.2"): "right", ("ben", "5.3"): "not answered",
-        ("cleo", "5.1"): "right", ("cleo", "5.2"): "error", ("cleo", "5.3"): "right",
-        ("dan", "5.1"): "not quite", ("dan", "5.2"): "not answered", ("dan", "5.3"): "right",
+        **ada, **{(k.replace("ada", n), e): r for (k, e), r in ada.items() for n in ("ada/ch05_variable_trackers",
+                                                                                    "pat_same_answers")},
+        ("ben", "5.1"): "not quite", ("ben", "5.2"): "error", ("ben", "5.3"): "not answered",
+        ("dan", "5.1"): "right", ("dan", "5.2"): "not quite", ("dan", "5.3"): "right",
         ("eve", ""): "not a notebook",
         # issue 29: the cheats fail, the honest answers in odd places count, a dead kernel or a loop costs one exercise
-        ("fay_always_equal", "5.1"): "not quite", ("fay_always_equal", "5.2"): "right",
-        ("fay_always_equal", "5.3"): "right",
-        ("gus_patches_the_course", "5.1"): "not quite", ("gus_patches_the_course", "5.2"): "right",
-        ("gus_patches_the_course", "5.3"): "not quite",
-        ("hal_answers_in_new_cells", "5.1"): "right", ("hal_answers_in_new_cells", "5.2"): "right",
-        ("hal_answers_in_new_cells", "5.3"): "right",
-        ("ivy_kernel_dies", "5.1"): "error", ("ivy_kernel_dies", "5.2"): "right", ("ivy_kernel_dies", "5.3"): "right",
-        ("jon_endless_loop", "5.1"): "right", ("jon_endless_loop", "5.2"): "timeout", ("jon_endless_loop", "5.3"): "right",
+        ("gus_cheats_on_the_kernel", "5.1"): "not quite", ("gus_cheats_on_the_kernel", "5.2"): "not quite",
+        ("gus_cheats_on_the_kernel", "5.3"): "not quite",
         ("kim_corrupted", ""): "corrupted notebook",
-        ("nell", "5.1"): "right", ("nell", "5.2"): "right", ("nell", "5.3"): "right"}
-    # dan's copy is the student edition with two answers changed: it ran to the end, unanswered 5.2 included
-    assert graded["students"]["dan"]["status"] == "graded" and graded["students"]["cleo"]["status"] == "graded"
-    error = next(r["detail"] for r in graded["rows"] if r["student"] == "cleo" and r["exercise"] == "5.2")
+        ("nell/gina_ch06", "5.1"): "error", ("nell/gina_ch06", "5.2"): "timeout", ("nell/gina_ch06", "5.3"): "right"}
+    assert graded["students"]["ben.ipynb"]["status"] == "graded" and graded["students"]["dan.ipynb"]["status"] == "graded"
+    error = next(r["detail"] for r in graded["rows"] if r["student"] == "ben" and r["exercise"] == "5.2")
     assert error == "answer cell raised ZeroDivisionError: division by zero"
 
 
+def notes(graded, file):
+    return graded["students"][file]["notes"]
+
+
 def test_cheats_get_a_note_an_instructor_can_act_on(graded):
-    fay = graded["students"]["fay_always_equal"]["notes"]
-    assert "5.1: the answer cell defines __eq__" in fay
-    gus = graded["students"]["gus_patches_the_course"]["notes"]
-    assert "5.1: the answer cell sets vars(helpers.core.exercises)['_same'], calls vars()" in gus
-    assert "5.1: the check in the student's kernel said right, the grader's comparison of plain values says not quite" in gus
-    assert "5.1: the course's modules changed while the answer cell ran: helpers.core.exercises._same" in gus
-    assert "5.3: the answer cell sets helpers.exercises.check" in gus
-    assert "5.3: the course's modules changed while the answer cell ran: helpers.core.exercises.check" in gus
+    gus = notes(graded, "gus_cheats_on_the_kernel.ipynb")
+    assert "5.1: the answer cell imports hashlib" in gus and "defines __eq__ (an answer that decides its own equality?)" in gus
+    assert "5.2: the answer cell sets vars(helpers.core.exercises)['_same'], calls vars()" in gus
+    assert "5.2: the check in the student's kernel said right, the grader's comparison of plain values says not quite" in gus
+    assert "5.2: the course's modules changed while the answer cell ran: helpers.core.exercises._same" in gus
+    assert "5.3: the answer cell calls setattr(), sets helpers.core.exercises._same (through setattr)" in gus
+    assert "sets helpers.exercises.check" in gus
+    assert "5.3: the course's modules changed while the answer cell ran: helpers.core.exercises._same, " \
+           "helpers.core.exercises.check" in gus
+
+
+def test_hooks_on_the_kernel_and_a_fake_torch_compile_are_flagged_and_undone(graded):
+    """Issue 29 (session 3): an IPython hook that forges the sealed checks' records (found by hashing) and a
+    torch.compile replaced through an aliased setattr: named statically and by the grader's watch, and undone
+    before the check runs (5.1 is then judged on the always-equal object alone, 5.2 with the real compile)."""
+    gus = notes(graded, "gus_cheats_on_the_kernel.ipynb")
+    assert "registers an IPython event callback (get_ipython().events.register" in gus
+    assert "reaches get_ipython (the kernel itself)" in gus and "reaches get_ipython().display_pub" in gus
+    assert "imports hashlib (trying answers against a sealed value?)" in gus
+    assert "5.1: the kernel's hooks changed while the answer cell ran: IPython pre_run_cell callback _helper added; " \
+           "undone before the next cell" in gus
+    assert "5.2: the answer cell" in gus and "calls setattr() (as _set), sets torch.compile (through setattr)" in gus
+    assert "5.2: the kernel's hooks changed while the answer cell ran: torch.compile replaced" in gus
+    assert "results in its check cell" not in gus  # the hook was gone before 5.1's check ran: nothing forged
+    detail = {r["exercise"]: r["detail"] for r in graded["rows"] if r["student"] == "gus_cheats_on_the_kernel"}
+    assert detail["5.2"] == "2"  # the unchanged compile_f, with the real torch.compile put back: two graphs
+
+
+def test_a_cached_graph_and_a_copied_chapter_value_are_caught(graded):
+    """Issue 29 (session 3): 5.2 answered by running the graph compiled for n = 3 and returning eager results
+    (the judge keeps what each graph returned), 5.1 answered with the chapter's own computed value."""
+    dan = notes(graded, "dan.ipynb")
+    detail = next(r["detail"] for r in graded["rows"] if r["student"] == "dan" and r["exercise"] == "5.2")
+    assert "'the result for 4 is not what the graph run in that call returned'" in detail
+    assert "5.1: the answer is the chapter's own kinds_f['EQUALS_MATCH'], a value the notebook computed" in dan
 
 
 def test_no_silent_zero_answers_elsewhere_a_dead_kernel_or_a_loop(graded):
-    students = graded["students"]
-    hal = students["hal_answers_in_new_cells"]
-    assert hal["right"] == "3" and "5.1: answer found outside the answer cell" in hal["notes"]
-    ivy = students["ivy_kernel_dies"]
-    assert ivy["status"] == "kernel died" and "kernel died at exercise 5.1" in ivy["notes"]
-    assert "5.1: the answer cell reaches os._exit" in ivy["notes"]
-    jon = students["jon_endless_loop"]
-    assert jon["status"] == "graded" and "5.2: timed out in its answer cell" in jon["notes"]
-    detail = next(r["detail"] for r in graded["rows"] if r["student"] == "jon_endless_loop" and r["exercise"] == "5.2")
-    assert "ran past 15 s" in detail
+    nell = notes(graded, "nell/gina_ch06.ipynb")
+    assert "5.3: answer found outside the answer cell" in nell
+    assert graded["students"]["nell/gina_ch06.ipynb"]["status"] == "kernel died"
+    assert "kernel died at exercise 5.1" in nell and "5.1: the answer cell reaches os._exit" in nell
+    assert "5.2: timed out in its answer cell" in nell
+    detail = next(r["detail"] for r in graded["rows"] if r["student"] == "nell" and r["exercise"] == "5.2")
+    assert "ran past 10 s" in detail
 
 
 def test_bad_input_gets_its_own_words_and_subfolders_are_graded(graded):
     students = graded["students"]
-    assert students["eve"]["status"] == "not a notebook" and "a text .ipynb file" in students["eve"]["notes"]
-    assert students["kim_corrupted"]["status"] == "corrupted notebook"
-    assert "the notebook's JSON is broken" in students["kim_corrupted"]["notes"]
-    nell = students["nell"]
-    assert nell["file"].endswith("nell/gina_ch06.ipynb") and nell["chapter"] == "ch05"
+    assert students["eve.ipynb"]["status"] == "not a notebook" and "a text .ipynb file" in students["eve.ipynb"]["notes"]
+    assert students["kim_corrupted.ipynb"]["status"] == "corrupted notebook"
+    assert "the notebook's JSON is broken" in students["kim_corrupted.ipynb"]["notes"]
+    nell = students["nell/gina_ch06.ipynb"]
+    assert nell["student"] == "nell" and nell["chapter"] == "ch05"
     assert "the file name says ch06 but the notebook is ch05's: graded as ch05" in nell["notes"]
-    assert "graded 12 submissions" in graded["log"]
+    assert "graded 9 submissions" in graded["log"]
+
+
+def test_copies_get_a_note_and_the_table_names_each_file(graded):
+    """Issue 29 (session 3): a file handed in twice (byte for byte) and the same answers in another file are
+    noted on each; two students of one name are told apart by the file column; identical notebooks run once."""
+    students = graded["students"]
+    assert students[ADA2]["student"] == students["ada.ipynb"]["student"] == "ada"
+    assert f"byte for byte the same file as ada ({ADA2})" in students["ada.ipynb"]["notes"]
+    assert "byte for byte the same file as ada (ada.ipynb)" in students[ADA2]["notes"]
+    assert "the same answers, character for character, as ada (ada/ch05_variable_trackers.ipynb), ada (ada.ipynb)" \
+        in students["pat_same_answers.ipynb"]["notes"]
+    assert "the same answers, character for character, as pat_same_answers (pat_same_answers.ipynb)" in \
+        students[ADA2]["notes"]  # not as ada.ipynb: that is the same file, already said
+    assert "the same answers" not in students["ben.ipynb"]["notes"] + students["dan.ipynb"]["notes"]
+    md = (graded["out"] / "grades.md").read_text()
+    assert "| student | file | 5.1 | 5.2 | 5.3 | right | notes |" in md
+    assert f"| ada | {ADA2} | ✅ right | ✅ right | ✅ right | 3/3 | byte for byte" in md
+    assert "| eve | eve.ipynb | not a notebook" in md
 
 
 def test_the_grader_says_what_it_ignored_and_what_to_read(graded):
-    dan = graded["students"]["dan"]["notes"]
+    dan = notes(graded, "dan.ipynb")
     assert "5.1: check cell edited (the course's check was used)" in dan
     assert "5.3: the answer cell rebinds source_name (read it)" in dan
-    assert graded["students"]["ada"]["notes"] == ""
-    assert graded["students"]["ben"]["notes"] == "5.3: no answer cell in the submission"
+    assert notes(graded, "ben.ipynb") == "5.3: no answer cell in the submission"
     md = (graded["out"] / "grades.md").read_text()
-    assert "| ada | ✅ right | ✅ right | ✅ right | 3/3 |  |" in md
-    assert "## Not graded" in md and "eve.ipynb | not a notebook" in md
+    assert "## Not graded" in md
     with (graded["out"] / "exercises.csv").open() as fh:
         per = {r["exercise"]: r for r in csv.DictReader(fh)}
-    assert per["5.1"]["right"] == "5" and per["5.1"]["not quite"] == "4" and per["5.1"]["error"] == "1"
+    assert per["5.1"]["right"] == "4" and per["5.1"]["not quite"] == "2" and per["5.1"]["error"] == "1"
 
 
 def test_each_submission_ran_in_its_own_folder(graded):
     work = graded["out"] / "work"
-    assert sorted(p.name for p in work.iterdir()) == ["ada", "ben", "cleo", "dan", "fay_always_equal",
-                                                      "gus_patches_the_course", "hal_answers_in_new_cells",
-                                                      "ivy_kernel_dies", "jon_endless_loop", "nell"]
+    assert sorted(p.name for p in work.iterdir()) == ["ada", "ada-2", "ben", "dan", "gus_cheats_on_the_kernel", "nell",
+                                                      "pat_same_answers"]
     for p in work.iterdir():
-        assert (p / "executed" / CH05.name).exists() and (p / "cache").is_dir()
+        assert (p / "executed" / CH05.name).exists()
+    shared = sorted(p.name for p in work.iterdir() if not (p / "cache").is_dir())  # ran as another's twin
+    assert shared in (["ada", "pat_same_answers"], ["ada-2", "pat_same_answers"], ["ada", "ada-2"])
 
 
 def course():
@@ -272,3 +316,51 @@ def test_answers_in_new_cells_or_cells_that_lost_their_tags_are_graded_and_noted
     assert "5.3: no tagged answer cell (its cell tags were lost?); graded the student's cell(s) that set answer_3 " \
            "instead" in notes
 
+
+
+def test_kernel_hooks_and_aliased_writes_to_the_course_are_named():
+    """Issue 29 (session 3): what an answer cell reaches in the kernel or the course, through an alias too."""
+    names = {"helpers", "torch", "seq_entry_count"}
+    assert touches('m = helpers.core.exercises\nsetattr(m, "_same", len)', names, set()) == [
+        "calls setattr()", "sets helpers.core.exercises._same (through setattr)"]
+    assert "sets e.__dict__['_same'] (e is helpers.core.exercises)" in touches(
+        'import helpers.core.exercises as e\ne.__dict__["_same"] = len', names, set())
+    assert "sets e._same (e is helpers.core.exercises)" in touches(
+        "from helpers.core import exercises as e\ne._same = len", names, set())
+    assert touches('_set = setattr\n_set(torch, "compile", len)', names, set()) == [
+        "uses setattr as a value (an alias of it calls it unnamed)", "calls setattr() (as _set)",
+        "sets torch.compile (through setattr)"]
+    hook = touches('get_ipython().events.register("pre_run_cell", print)', names, set())
+    assert hook[0].startswith("registers an IPython event callback") and "reaches get_ipython (the kernel itself)" in hook
+    assert "reaches ip.display_pub (the kernel's machinery)" in touches("ip = get_ipython()\nip.display_pub.publish(data={})",
+                                                                         names, set())
+    assert touches("import hashlib", names, set()) == ["imports hashlib (trying answers against a sealed value?)"]
+    assert touches("d = {}\nd['a'] = 1\nanswer_1 = len(d)", names, {"answer_1"}) == []
+
+
+def test_an_answer_copied_from_the_chapters_own_value_gets_a_note():
+    """Issue 29 (session 3): 6.1 answered with seq_entry_count, the value ch06 computed, instead of a prediction."""
+    values = {"seq_entry_count", "x", "rec"}
+    assert copied_from_chapter("answer_1 = seq_entry_count", values, {"answer_1"}) == ["seq_entry_count"]
+    assert copied_from_chapter("answer_1 = int(rec.compiles)", values, {"answer_1"}) == ["rec.compiles"]
+    assert copied_from_chapter("answer_1 = 5", values, {"answer_1"}) == []
+    assert copied_from_chapter("answer_2 = (x.double(), 3)", values, {"answer_2"}) == []  # worked out from x
+    assert copied_from_chapter("seq_entry_count = 5\nanswer_1 = seq_entry_count", values, {"answer_1"}) == []
+    ch06 = student_edition(load_notebook(CH06), "ch06", CH06.name)
+    sub = copy.deepcopy(ch06)
+    sub["cells"][exercises(sub)[0].answer]["source"] = "answer_1 = seq_entry_count"
+    _, said = graded_notebook(ch06, sub)
+    assert said == ["6.1: the answer is the chapter's own seq_entry_count, a value the notebook computed (copied "
+                    "rather than predicted or worked out? read it)"]
+
+
+def test_duplicates_are_noted_but_short_equal_answers_are_not():
+    a, b, c = Graded("a", "a.ipynb", digest="1", answers="x"), Graded("a", "b/a.ipynb", digest="1", answers="x"), \
+        Graded("c", "c.ipynb", digest="2", answers="x")
+    blank = Graded("d", "d.ipynb", digest="3", answers="")
+    blank2 = Graded("e", "e.ipynb", digest="4", answers="")
+    note_duplicates([a, b, c, blank, blank2])
+    assert a.notes == ["byte for byte the same file as a (b/a.ipynb) (copied? read both)",
+                       "the same answers, character for character, as c (c.ipynb) (copied? read both)"]
+    assert c.notes == ["the same answers, character for character, as a (a.ipynb), a (b/a.ipynb) (copied? read both)"]
+    assert blank.notes == blank2.notes == []

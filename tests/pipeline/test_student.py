@@ -1,8 +1,6 @@
 """Unit tests of helpers/pipeline/student.py: the exercise convention and the student edition."""
 import ast
 import json
-import subprocess
-import sys
 
 import pytest
 from conftest import ROOT, make_notebook
@@ -94,10 +92,16 @@ def test_defined_names_reads_assignments_defs_and_imports():
     assert defined_names(src) == {"os", "c", "x", "y", "z", "f", "K"}
 
 
+def student_command(*args) -> int:
+    """``python -m helpers student ...`` in this process (its argument parsing and writing, without a fresh
+    interpreter per call; the `python -m helpers` entry itself runs in test_grade.py's grading)."""
+    from helpers.__main__ import main
+
+    return main(["student", *map(str, args)])
+
+
 def test_student_command_writes_the_chosen_chapters_without_outputs(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "helpers", "student", "ch05", "--out", str(tmp_path), "--no-outputs"],
-                          cwd=ROOT, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    assert student_command("ch05", "--out", tmp_path, "--no-outputs") == 0
     nb = load_notebook(tmp_path / BOOK["ch05"].name)
     assert [c for c in nb["cells"] if c["cell_type"] == "code" and c["outputs"]] == []
     assert "Student edition" in _source(nb["cells"][1])
@@ -154,13 +158,9 @@ def test_the_student_edition_installs_the_course_like_the_book():
 
 
 def test_student_command_chooses_whether_the_books_outputs_go_along(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "helpers", "student", "ch06", "--out", str(tmp_path / "a")],
-                          cwd=ROOT, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    assert student_command("ch06", "--out", tmp_path / "a") == 0
     assert "seq_entries = 5" not in (tmp_path / "a" / BOOK["ch06"].name).read_text()
-    proc = subprocess.run([sys.executable, "-m", "helpers", "student", "ch06", "--out", str(tmp_path / "b"),
-                           "--outputs", "book"], cwd=ROOT, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    assert student_command("ch06", "--out", tmp_path / "b", "--outputs", "book") == 0
     assert "seq_entries = 5" in (tmp_path / "b" / BOOK["ch06"].name).read_text()
 
 
