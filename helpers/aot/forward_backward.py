@@ -389,8 +389,10 @@ def backward_limits(fn, x, w, *, backend: str = "aot_eager") -> dict:
         clear_compile_state()
         return torch.compile(fn, backend=backend)
 
+    from .functionalization import _quiet_pgo  # caches off: Dynamo's PGO warns "dynamo_pgo force disabled"
+
     out = {}
-    with config.patch(force_disable_caches=True):
+    with config.patch(force_disable_caches=True), _quiet_pgo():
         cf = fresh()
         out["double backward"] = first_line(
             lambda: torch.autograd.grad(cf(x, w), w, create_graph=True)[0].sum().backward())
@@ -467,3 +469,21 @@ def tape_counter_check(counter, breaks=(0, 1, 2)) -> list[tuple[int, int]]:
         out = torch.compile(fn, backend=backend)(torch.randn(8, requires_grad=True))
         rows.append((counter(out), len(graphs)))
     return rows
+
+
+def subclass_desugaring(n: int = 4) -> dict:
+    """Compile ``relu(x @ w)`` for a tensor-subclass ``x`` (``TwoTensor``, torch's test subclass that holds two
+    plain tensors) with recording compilers, on CPU tensors (ch12). Returns the placeholders of Dynamo's graph,
+    of the forward graph and of the joint graph's tangents, the classes of the forward's inputs, and the classes
+    of the compiled result and of ``x.grad``: AOTAutograd flattens the subclass into its inner tensors
+    (``aot_dispatch_subclass``, ``unwrap_tensor_subclasses``) and wraps the outputs back."""
+    import torch
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    x = TwoTensor(torch.randn(n, n), torch.randn(n, n)).requires_grad_(True)
+    cap = capture_aot(lambda x, w: (x @ w).relu(), x, torch.randn(n, n), run_backward=True)
+    return {"dynamo_inputs": _placeholders(cap.dynamo), "forward_inputs": _placeholders(cap.forward),
+            "tangents": [p for p in _placeholders(cap.joint) if p.startswith("tangents")],
+            "forward_input_types": sorted({type(n.meta["val"]).__name__ for n in cap.forward.graph.nodes
+                                           if n.op == "placeholder"}),
+            "result_type": type(cap.result).__name__, "grad_type": type(x.grad).__name__}

@@ -147,3 +147,11 @@ def test_backward_limits_names_the_two_prices():
     assert "double backward" in out["double backward"]
     assert "donated buffers" in out["retain after plain"]
     assert out["retain first"] == "none"
+
+
+def test_subclass_input_is_flattened_and_rewrapped():
+    from helpers.aot.forward_backward import subclass_desugaring
+    sub = subclass_desugaring()
+    assert len(sub["dynamo_inputs"]) == 2 and len(sub["forward_inputs"]) == 3 and len(sub["tangents"]) == 2
+    assert sub["forward_input_types"] == ["FakeTensor"]
+    assert sub["result_type"] == sub["grad_type"] == "TwoTensor"
