@@ -64,6 +64,7 @@ class Graded:
     seconds: float | None = None
     digest: str = ""  # of the file's bytes
     answers: str = ""  # of the answers as graded (what the student wrote, where it differs from the hand-out)
+    blank: bool = False  # no answer differs from the hand-out's
 
     @property
     def right(self) -> int:
@@ -627,12 +628,17 @@ class SharedRuns:
         return run
 
 
+def written_answers(nb: dict, course: dict) -> dict[str, str]:
+    """The answers as graded where they differ from the hand-out's, per exercise ({} for a blank copy)."""
+    blank = {ex.number: _source(course["cells"][ex.answer]).strip() for ex in exercises(course)}
+    mine = {ex.number: _source(nb["cells"][ex.answer]).strip() for ex in exercises(nb)}
+    return {n: src for n, src in mine.items() if src != blank.get(n)}
+
+
 def answers_digest(nb: dict, course: dict) -> str:
     """A digest of the answers as graded, where they differ from the hand-out ("" for a blank copy or one whose
     answers are too short to tell apart: together under ``SAME_ANSWERS_MIN`` characters of code)."""
-    blank = {ex.number: _source(course["cells"][ex.answer]).strip() for ex in exercises(course)}
-    mine = {ex.number: _source(nb["cells"][ex.answer]).strip() for ex in exercises(nb)}
-    written = {n: src for n, src in mine.items() if src != blank.get(n)}
+    written = written_answers(nb, course)
     if sum(len("".join(src.split())) for src in written.values()) < SAME_ANSWERS_MIN:
         return ""
     return hashlib.sha256(json.dumps(written, sort_keys=True).encode()).hexdigest()
@@ -682,7 +688,7 @@ def grade_one(path: Path, work: Path, *, device: str, timeout: float, student: s
         executed_path = work / "executed" / course_path.name
         executed_path.unlink(missing_ok=True)
         if not stopped_in:
-            g.answers = answers_digest(nb, course)
+            g.answers, g.blank = answers_digest(nb, course), not written_answers(nb, course)
         run = shared.execute(nb, graded, executed_path, device=device, scale="auto", timeout=timeout,
                              cache=work / "cache")
         try:
@@ -776,12 +782,13 @@ def grade(paths: list[str], *, out: str | Path | None = None, jobs: int = 2, tim
 
 def note_duplicates(graded: list[Graded]) -> None:
     """A note on each submission whose file is byte for byte another's, or whose answers (as graded, where
-    they differ from the hand-out) are character for character another's: the instructor reads both."""
+    they differ from the hand-out) are character for character another's: the instructor reads both. Copies
+    of the blank hand-out are not noted (nothing in them is the student's)."""
     for key, what in (("digest", "byte for byte the same file as"), ("answers", "the same answers, character for "
                                                                                "character, as")):
         groups: dict[str, list[Graded]] = {}
         for g in graded:
-            if getattr(g, key):
+            if getattr(g, key) and not g.blank:
                 groups.setdefault(getattr(g, key), []).append(g)
         for group in groups.values():
             for g in group if len(group) > 1 else []:

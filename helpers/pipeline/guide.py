@@ -97,7 +97,8 @@ tests try these cheats.
   notebook rather than predicted.
 - Two files that are the same byte for byte, or whose answer cells are the same character for character
   (compared where they differ from the hand-out, when those cells hold at least 60 characters other than
-  spaces: short answers such as `answer_1 = 5` coincide honestly). Identical graded notebooks run once.
+  spaces: short answers such as `answer_1 = 5` coincide honestly); copies of the blank hand-out are not
+  noted. Identical graded notebooks run once.
 - Answers written in new cells under an exercise, or in cells that lost their tags: graded with it, and noted.
 
 *Neither prevented nor flagged.*

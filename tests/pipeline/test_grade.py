@@ -359,7 +359,9 @@ def test_duplicates_are_noted_but_short_equal_answers_are_not():
         Graded("c", "c.ipynb", digest="2", answers="x")
     blank = Graded("d", "d.ipynb", digest="3", answers="")
     blank2 = Graded("e", "e.ipynb", digest="4", answers="")
-    note_duplicates([a, b, c, blank, blank2])
+    handout, handout2 = (Graded(n, f"{n}.ipynb", digest="5", answers="", blank=True) for n in ("f", "g"))
+    note_duplicates([a, b, c, blank, blank2, handout, handout2])
+    assert handout.notes == handout2.notes == []  # two copies of the blank hand-out: nothing of theirs to compare
     assert a.notes == ["byte for byte the same file as a (b/a.ipynb) (copied? read both)",
                        "the same answers, character for character, as c (c.ipynb) (copied? read both)"]
     assert c.notes == ["the same answers, character for character, as a (a.ipynb), a (b/a.ipynb) (copied? read both)"]
