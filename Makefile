@@ -32,7 +32,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(PY) -m pip install -q -e ".[run,book,test]"
+	$(PY) -m pip install -q -e ".[run,book,test,zoo]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	.ci/install-chromium
 	.ci/install-actionlint
@@ -77,7 +77,12 @@ gpu-bundle: setup
 	rm -rf $(BUNDLE)
 	$(PY) -m pip download -q --only-binary=:all: --python-version $(GPU_PYTHON) --implementation cp \
 	    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-	    --platform manylinux1_x86_64 -d $(BUNDLE) papermill ipykernel ipywidgets nbclient nbformat jupytext
+	    --platform manylinux1_x86_64 -d $(BUNDLE) papermill ipykernel ipywidgets nbclient nbformat jupytext \
+	    transformers==5.24.0
+	# the triage zoo's vision models, without their requirement on torch (the GPU machine's own torch is used):
+	# torchvision 0.26 is the release for torch 2.11
+	$(PY) -m pip download -q --no-deps --only-binary=:all: --python-version $(GPU_PYTHON) --implementation cp \
+	    --platform manylinux_2_28_x86_64 -d $(BUNDLE) timm==1.0.31 torchvision==0.26.0
 	@ls $(BUNDLE) | wc -l | xargs echo "gpu-bundle: wheels in $(BUNDLE)/:"
 
 # On the GPU machine (torch preinstalled, no network needed): install what is missing from $(BUNDLE)/,

@@ -22,6 +22,7 @@ import contextlib
 import io
 import logging
 import re
+import sys
 from pathlib import Path
 
 from ..core import timing
@@ -35,6 +36,15 @@ from .triage_checks import (_cause, _dynamo_quiet, _error_text, _max_difference,
 _LOG_CALL = re.compile(r"\.(debug|info|warning|warn|error|exception|critical|log|\w+_once)\s*\(")
 
 
+def _source(file: str) -> Path:
+    """The file a break record names: as given, or (a library's file, which the records shorten to the part
+    below site-packages, e.g. ``transformers/modeling_utils.py``) under the first ``sys.path`` entry that has it."""
+    p = Path(file)
+    if p.is_absolute() or p.exists():
+        return p
+    return next(Path(root) / p for root in sys.path if root and (Path(root) / p).is_file())
+
+
 def logging_methods(breaks: list[dict]) -> list[str]:
     """The ``logging.Logger`` method names called on the source lines where ``breaks`` (as dicts) happened."""
     names = []
@@ -42,8 +52,8 @@ def logging_methods(breaks: list[dict]) -> list[str]:
         text = f"{b.get('title', '')} {b.get('explanation', '')}"
         if "logging" not in text.lower() and "logger" not in text.lower():
             continue
-        with contextlib.suppress(OSError, IndexError):
-            line = Path(b["file"]).read_text().splitlines()[b["line"] - 1]
+        with contextlib.suppress(OSError, IndexError, StopIteration):
+            line = _source(b["file"]).read_text().splitlines()[b["line"] - 1]
             names += [m for m in _LOG_CALL.findall(line) if callable(getattr(logging.Logger, m, None))]
     return list(dict.fromkeys(names))
 
