@@ -68,8 +68,9 @@ tests try these cheats.
   and a note says so.
 - Hooks on later cells and a replaced compiler: IPython event callbacks (`events.register`), input and AST
   transformers, the display publisher and display functions a check's record goes through, `sys`'s
-  display, trace and profile hooks, the notebook's `torch` and `helpers` names, `torch.compile` and every
-  callable of `torch.compiler`, `torch._dynamo` and `torch._dynamo.eval_frame`. The grader's cell after the
+  display, trace and profile hooks, the notebook's `torch` and `helpers` names, `torch.compile` and the
+  functions and classes torch defines in `torch.compiler`, `torch._dynamo` and
+  `torch._dynamo.eval_frame`. The grader's cell after the
   answer cell (and after the check) compares them with what they were before and undoes the change, so
   the check runs with the real ones (a hook that would forge the next check's record never runs there).
 - A compile-counting check fooled by a cached graph (5.2, 6.3: `compiles_for`, `compiled_runs_for` in

@@ -72,7 +72,7 @@ def notes(graded, file):
 def test_cheats_get_a_note_an_instructor_can_act_on(graded):
     gus = notes(graded, "gus_cheats_on_the_kernel.ipynb")
     assert "5.1: the answer cell imports hashlib" in gus and "defines __eq__ (an answer that decides its own equality?)" in gus
-    assert "5.2: the answer cell sets vars(helpers.core.exercises)['_same'], calls vars()" in gus
+    assert "5.2: the answer cell sets vars(helpers.core.exercises)['_same'], " in gus and "calls vars()" in gus
     assert "5.2: the check in the student's kernel said right, the grader's comparison of plain values says not quite" in gus
     assert "5.2: the course's modules changed while the answer cell ran: helpers.core.exercises._same" in gus
     assert "5.3: the answer cell calls setattr(), sets helpers.core.exercises._same (through setattr)" in gus
