@@ -200,6 +200,8 @@ class Compiler:
     runtime: str
     needed: tuple[str, ...] = ()
     named_by: str = ""  # "CXX" when the environment variable named it
+    program: str = ""  # the file the name resolves to, links followed (``x86_64-linux-gnu-g++-13``)
+    version: str = ""  # the first line of its ``--version``
 
     @property
     def shares_runtime(self) -> bool:
@@ -221,10 +223,35 @@ class Compiler:
             return f"{self.file} (the first on PATH)"
         return self.file
 
+    @property
+    def identity(self) -> str:
+        """Which program it is, without the machine's folders: the file its name resolves to (links
+        followed) and the first line of its ``--version``. Two compilers that share a file name (``g++``
+        named by ``CXX``, ``g++`` on ``PATH``) differ here when they are different programs."""
+        return "; ".join(part for part in (self.program and f"runs {self.program}", self.version) if part)
+
     def __str__(self) -> str:
         how = {"shared": "links the C++ runtime as a shared library",
                "static": "links the C++ runtime into what it builds"}.get(self.runtime, self.runtime)
-        return f"{self.name}: {how}; needs {', '.join(self.needed) or 'nothing'}"
+        who = f" [{self.identity}]" if self.identity else ""
+        return f"{self.name}{who}: {how}; needs {', '.join(self.needed) or 'nothing'}"
+
+
+def compiler_identity(cxx: str) -> tuple[str, str]:
+    """``(program, version)`` of a compiler command: the file name it resolves to on this machine (links
+    followed; a wrapper script stays itself) and the first line of ``cxx --version``, with no folder of
+    the machine in either (ch29)."""
+    from ..core.text import machine_free
+
+    found = shutil.which(cxx) or cxx
+    program = os.path.basename(os.path.realpath(found)) if os.path.exists(found) else ""
+    try:
+        run = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60)
+        first = (run.stdout.strip().splitlines() or [""])[0].strip()
+    except (OSError, subprocess.SubprocessError):
+        first = ""
+    first = re.sub(r"(?<![\w.~-])/\S+/", "", machine_free(first))  # a folder a compiler prints of itself
+    return program, first
 
 
 def program_text(ep) -> str:
@@ -278,7 +305,7 @@ def probe_compiler(cxx: str, named_by: str = "") -> Compiler:
             return Compiler(cxx, f"cannot build a library: {first}", named_by=named_by)
         needed = tuple(elf_needed(lib.read_bytes()))
     runtime = "shared" if any(n.startswith(_CXX_RUNTIMES) for n in needed) else "static"
-    return Compiler(cxx, runtime, needed, named_by)
+    return Compiler(cxx, runtime, needed, named_by, *compiler_identity(cxx))
 
 
 def inductor_compiler() -> Compiler:

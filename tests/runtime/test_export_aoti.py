@@ -153,6 +153,9 @@ def test_a_compiler_is_probed_for_how_it_links_the_cpp_runtime(tmp_path):
     assert not any(n.startswith("libstdc++") for n in static.needed) and "into what it builds" in str(static)
     wrapped = xa.static_runtime_compiler(shared, tmp_path)
     assert wrapped.runtime == "static" and wrapped.path.endswith("cxx-static-libstdc++")
+    assert shared.program and shared.version.startswith("g++") and "/" not in shared.identity
+    assert static.program == "g++-static" and static.version == shared.version  # a wrapper: itself, g++'s version
+    assert f"[{shared.identity}]" in str(shared)
     assert xa.probe_compiler(str(tmp_path / "no-such-c++")).runtime == "not found"
     broken = tmp_path / "broken-c++"
     broken.write_text("#!/bin/sh\necho 'fatal: no licence' >&2\nexit 1\n")
