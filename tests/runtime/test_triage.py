@@ -3,9 +3,9 @@
 The cases that do not need Inductor compile with backend="eager" so the suite stays fast; the Inductor
 case goes end to end (kernels, the FX graph cache, CUDA-graph skips on a CPU).
 """
+import functools
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +17,12 @@ from helpers.runtime.triage import CHAPTERS, Call, describe, main, triage
 ROOT = Path(__file__).resolve().parents[2]
 CASES = Path(__file__).resolve().parent / "triage_cases"
 QUICK = {"rounds": 1, "repeats": 3}
+
+
+@functools.cache
+def shared(case: str, **kw):
+    """One triage per case and settings, shared by the tests that read it (backend="eager", QUICK)."""
+    return triage(CASES / case, **{"backend": "eager", **QUICK, **kw})
 
 
 def line_of(case: str, text: str) -> int:
@@ -35,7 +41,7 @@ def test_every_chapter_the_triage_names_is_a_chapter_of_the_course():
 
 
 def test_a_graph_break_is_reported_at_the_readers_line_with_its_reason_and_chapter():
-    r = triage(CASES / "graph_break.py", backend="eager", **QUICK)
+    r = shared("graph_break.py")
     assert r.error is None and r.exit_code == 0 and statuses(r)["graph_breaks"] == "problem"
     [b] = r.data["breaks"]
     assert Path(b["file"]) == CASES / "graph_break.py" and b["line"] == line_of("graph_break.py", "print(")
@@ -91,7 +97,7 @@ def test_past_the_recompile_limit_nothing_compiles_and_the_report_says_so():
 
 
 def test_a_new_batch_size_recompiles_once_then_the_dynamic_graph_is_reused():
-    r = triage(CASES / "shapes.py", backend="eager", try_fixes=True, **QUICK)
+    r = shared("shapes.py", try_fixes=True)
     rows = r.data["variants"]
     assert [row["recompiles"] for row in rows] == [1, 0] and "size mismatch" in rows[0]["reason"]
     f = r.finding("recompiles")
@@ -325,17 +331,24 @@ def test_the_console_command_is_declared_and_explains_each_setup_error(tmp_path,
     assert "## 1. The inputs — ERROR" in out and re.search(r"the triage itself took \d+\.\d s", out)
 
 
-def test_the_command_line_dispatches_triage_and_lists_it_in_the_help():
-    top = subprocess.run([sys.executable, "-m", "helpers", "--help"], cwd=ROOT, capture_output=True, text=True)
-    assert top.returncode == 0 and "triage FILE.py[:FUNCTION]" in " ".join(top.stdout.split())
-    run = subprocess.run([sys.executable, "-m", "helpers", "triage", str(CASES / "nothere.py")], cwd=ROOT,
-                         capture_output=True, text=True)
-    assert run.returncode == 2 and "no such file" in run.stderr and "## 1. The file — ERROR" in run.stdout
+def test_the_command_line_dispatches_triage_and_lists_it_in_the_help(capsys):
+    # in process, as `python -m helpers` runs it (helpers/__main__.py: sys.exit(main())): two subprocesses
+    # that import torch cost this test ~50 s on CI's two cores
+    import importlib
+
+    cli = importlib.import_module("helpers.__main__")
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["--help"])
+    top = capsys.readouterr()
+    assert stop.value.code in (0, None) and "triage FILE.py[:FUNCTION]" in " ".join(top.out.split())
+    rc = cli.main(["triage", str(CASES / "nothere.py")])
+    run = capsys.readouterr()
+    assert rc == 2 and "no such file" in run.err and "## 1. The file — ERROR" in run.out
 
 
 @pytest.mark.parametrize("case", ["graph_break.py", "shapes.py"])
 def test_the_json_report_is_plain_data(case):
-    r = triage(CASES / case, backend="eager", **QUICK)
+    r = shared(case, **({"try_fixes": True} if case == "shapes.py" else {}))  # the triages of the tests above
     data = json.loads(json.dumps(r.as_json(), default=str))
     assert data["exit_code"] == 0 and all(ln["chapter"] in CHAPTERS.values()
                                           for f in data["findings"] for ln in f["lines"])

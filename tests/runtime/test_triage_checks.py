@@ -85,3 +85,21 @@ def test_the_measured_kept_output_loop_is_reported():
     assert f.status == "problem"
     assert "5 calls that keep the previous output (`out = model(x)`) recorded 5 new CUDA graph(s) and replayed 0" in \
         f.lines[1].text
+
+
+def test_book_url_from_baseurl_or_repository_and_the_local_page_when_none_is_known(tmp_path, monkeypatch):
+    # html.baseurl wins over the repository's GitHub Pages address; with neither, a link is the local notebook
+    import helpers.runtime.triage as triage_mod
+    import helpers.runtime.triage_checks as checks
+
+    (tmp_path / "_config.yml").write_text("html:\n  baseurl: https://book.example.org/course\nrepository:\n"
+                                          "  url: https://github.com/Owner/repo\n")
+    monkeypatch.setattr(checks, "REPO_ROOT", tmp_path)
+    assert book_url() == "https://book.example.org/course/"
+    (tmp_path / "_config.yml").write_text("repository:\n  url: https://github.com/Owner/repo.git\n")
+    assert book_url() == "https://owner.github.io/repo/"
+    (tmp_path / "_config.yml").write_text("title: no address\n")
+    assert book_url() is None and chapter_url("ch26_recompiles") is None
+    link = triage_mod._chapter_link("ch26_recompiles", triage_mod.REPO_ROOT)
+    assert link == "[ch26_recompiles](chapters/ch26_recompiles.ipynb)"
+    assert triage_mod._chapter_link("ch26_recompiles", None) == "ch26_recompiles"
