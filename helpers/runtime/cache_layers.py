@@ -554,6 +554,17 @@ def pgo_across_processes(job_id: str = "ch24", sizes=(8, 16), root: str | os.Pat
         return {label: fut.result() for label, fut in futures.items()}
 
 
+def pgo_in_background(**kw):
+    """``pgo_across_processes(**kw)`` started in a thread; a ``concurrent.futures.Future`` whose ``result()`` is
+    its answer (ch24: on a CPU it runs alongside the children whose times the chapter does not use)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=1)
+    future = pool.submit(pgo_across_processes, **kw)
+    pool.shutdown(wait=False)
+    return future
+
+
 def torch_key_scope() -> dict:
     """What ``torch_key()`` hashes, counted the way it walks (ch24): ``build_code_hash`` reads every module
     ``pkgutil.iter_modules`` finds under the torch package folder (``_TORCH_PATH``), recursing into

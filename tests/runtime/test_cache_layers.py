@@ -243,6 +243,8 @@ def test_pgo_pairs_share_a_folder_and_only_the_job_id_pair_gets_one(tmp_path, mo
     got = cl.pgo_across_processes(job_id="t", sizes=(8, 16), root=tmp_path / "pgo")
     assert got["no job id"] == {"graphs": [2, 2], "files": [], "job_id": None}
     assert got["job id"] == {"graphs": [2, 1], "files": ["code_state_t_None_.pkl"], "job_id": "t"}
+    later = cl.pgo_in_background(job_id="u", sizes=(8, 16), root=tmp_path / "pgo_bg").result(timeout=120)
+    assert later["job id"]["graphs"] == [2, 1] and later["no job id"]["graphs"] == [2, 2]
 
 
 def test_the_pgo_script_exists_and_parses():
