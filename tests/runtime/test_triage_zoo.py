@@ -9,7 +9,8 @@ torchvision and timm: PyPI's torchvision wheels link libc10_cuda.so, which a CPU
 torch-2.13.0+cpu wheel CI installs here) does not have, so ``import torchvision`` fails (torchvision's
 _meta_registrations finds no torchvision::nms) and timm imports torchvision (timm/layers/create_norm.py); the
 CPU-only torchvision wheels are on PyTorch's own index, which CI cannot reach. Those two tests skip, saying
-so, wherever torchvision does not import; the H200 run (/work/gpu-checks/triage/zoo_h200.py) triages them.
+so, wherever torchvision does not import; with torch 2.11's CUDA build (run on a CPU), torchvision 0.26.0 and
+timm 1.0.31 they run and pass, and the H200 run (/work/gpu-checks/triage/zoo_h200.py) triages them.
 """
 import functools
 from pathlib import Path

@@ -4,7 +4,7 @@ chapters/triage_zoo.md that includes them: ``python tests/runtime/zoo/make_repor
 With a folder (the Markdown files /work/gpu-checks/triage/zoo_h200.py wrote on the H200), copies those; for
 every report not there, triages the zoo model here (CI size, this machine's CPU, default Inductor backend).
 """
-import shutil
+import re
 import sys
 from pathlib import Path
 
@@ -21,7 +21,7 @@ def main(h200: str | None = None) -> None:
     for name, run in RUNS.items():
         got = Path(h200) / f"{name}.md" if h200 else None
         if got and got.exists():
-            shutil.copy(got, OUT / f"{name}.md")
+            (OUT / f"{name}.md").write_text(re.sub(r"/[\w./+-]*?/(?=tests/runtime/zoo/)", "", got.read_text()))
             print(f"{name}: the H200 report")
             continue
         if run is None:  # a GPU-only run (reduce-overhead)
@@ -37,7 +37,8 @@ def main(h200: str | None = None) -> None:
             print(f"{name}: not triaged here ({r.error['message']})")
             (OUT / f"{name}.md").unlink(missing_ok=True)
             continue
-        (OUT / f"{name}.md").write_text(f"<!-- CPU run of the CI-size zoo, settings {run[1]} -->\n" + r.markdown())
+        text = r.markdown().replace(f"{ROOT.as_posix()}/", "")  # the repository's paths, not this machine's
+        (OUT / f"{name}.md").write_text(f"<!-- CPU run of the CI-size zoo, settings {run[1]} -->\n" + text)
         print(f"{name}: CPU report, {r.seconds:.0f} s")
     page()
 
@@ -58,9 +59,9 @@ def page() -> None:
              "on this course wrote, built from their libraries' configs with no weights downloaded: the zoo of "
              "`tests/runtime/zoo/`. Each report is shown as the triage wrote it; its machine line says where it "
              "ran. " + ("The GPU reports come from the course's H200 run (torch 2.11, the models at their "
-             "libraries' default sizes); a model without a GPU report shows a CPU run of the small size that CI "
-             "tests. " if h200 else "No report of the H200 run is here yet: each report below is a CPU run of the "
-             "small size that CI tests, and the H200 run at the libraries' default sizes will replace them. ") +
+             "libraries' default sizes); a model without a GPU report shows a CPU run of the zoo's small (CI) "
+             "size. " if h200 else "No report of the H200 run is here yet: each report below is a CPU run of the "
+             "zoo's small (CI) size, and the H200 run at the libraries' default sizes will replace them. ") +
              "CI checks the findings on the small models against a ground truth the triage does not use "
              "(`tests/runtime/test_triage_zoo.py`: the graphs a counting backend receives for the same calls, "
              "and `torch._dynamo.explain`).", ""]
