@@ -565,6 +565,39 @@ def pgo_in_background(**kw):
     return future
 
 
+_TRITON_UTILS_CHILD = """
+import json, time
+t0 = time.perf_counter()
+from triton.backends.nvidia.driver import CudaUtils
+t1 = time.perf_counter()
+CudaUtils()
+print(json.dumps({"import_s": t1 - t0, "build_or_load_s": time.perf_counter() - t1}))
+"""
+
+
+def triton_utils_build(root: str | os.PathLike | None = None) -> dict | None:
+    """What Triton's C helper module costs a new process, in an empty Triton folder and in a warm one (ch24, GPU).
+
+    ``CudaUtils()`` (``triton/backends/nvidia/driver.py``) calls ``compile_module_from_src``
+    (``triton/runtime/build.py``), which builds ``cuda_utils….so`` with the host C compiler when the Triton
+    cache folder lacks it and loads it otherwise. Two new processes against one new folder (no torch
+    imported); returns ``{"fresh_s", "warm_s"}``, or None where there is no NVIDIA Triton or a child fails.
+    """
+    base = Path(root) if root else workdir("ch24_triton_")
+    env = child_env(base / "cache", base / "tmp")
+    out = []
+    for _ in range(2):
+        try:
+            run = subprocess.run([sys.executable, "-c", _TRITON_UTILS_CHILD], env=env, capture_output=True,
+                                 text=True, timeout=300)
+            if run.returncode != 0:
+                return None
+            out.append(json.loads(run.stdout.strip().splitlines()[-1])["build_or_load_s"])
+        except (OSError, subprocess.SubprocessError, ValueError, KeyError, IndexError):
+            return None
+    return {"fresh_s": out[0], "warm_s": out[1]}
+
+
 def torch_key_scope() -> dict:
     """What ``torch_key()`` hashes, counted the way it walks (ch24): ``build_code_hash`` reads every module
     ``pkgutil.iter_modules`` finds under the torch package folder (``_TORCH_PATH``), recursing into

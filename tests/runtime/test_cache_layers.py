@@ -251,3 +251,12 @@ def test_the_pgo_script_exists_and_parses():
     path = cl.CODE_DIR / cl.PGO_SCRIPT
     compile(path.read_text(), str(path), "exec")
     assert "TORCH_COMPILE_JOB_ID" in path.read_text() and 'backend="eager"' in path.read_text()
+
+
+def test_triton_utils_build_times_two_processes_or_says_none(tmp_path, monkeypatch):
+    monkeypatch.setattr(cl, "_TRITON_UTILS_CHILD",
+                        "import json, os\nprint(json.dumps({'build_or_load_s': len(os.environ['TRITON_CACHE_DIR'])}))\n")
+    got = cl.triton_utils_build(root=tmp_path / "t")
+    assert got == {"fresh_s": len(str(tmp_path / "t" / "cache" / "triton")), "warm_s": got["fresh_s"]}
+    monkeypatch.setattr(cl, "_TRITON_UTILS_CHILD", "raise SystemExit(1)\n")  # no NVIDIA Triton: a failed child
+    assert cl.triton_utils_build(root=tmp_path / "u") is None
