@@ -1048,15 +1048,22 @@ def _autograd_cudagraphs(f: Finding, g: dict, dev: str, d: dict | None = None) -
           "(torch/_inductor/cudagraph_trees.py) mark each forward as waiting for its backward "
           "(running_forwards_with_pending_backwards). While that backward is pending and the previous call's "
           "output is still alive (a loop `out = model(x)` keeps it until the next call returns), "
-          "can_start_new_generation() is False: the new call cannot go back to the recorded graph, so it records "
-          "a new CUDA graph as a child of the last one, on every call, instead of replaying, and torch warns once "
-          "that it is \"Unable to hit fast path of CUDAGraphs\". No graph is counted as skipped. The triage's "
-          "own timing drops each output, so its calls can replay; the reader's loop may not", "cudagraphs")
+          "can_start_new_generation() is False: the new call cannot go back to the recorded graph. If the manager "
+          "is warming up, try_end_curr_warmup() cannot end the warm-up and the call runs run_eager() again (in the "
+          "CUDA graph memory pool); otherwise it records a new CUDA graph as a child of the last one. Either way "
+          "it does not replay, and torch warns once that it is \"Unable to hit fast path of CUDAGraphs\" "
+          "(CUDAGraphTreeManager._run, torch/_inductor/cudagraph_trees.py). No graph is counted as skipped. The "
+          "triage's own timing drops each output, so its calls can replay; the reader's loop may not",
+          "cudagraphs")
     kept = (d or {}).get("kept_output_loop") or {}
     if "record" in kept:
+        warm = kept.get("warmup")
         f.add(f"measured: {kept['calls']} calls that keep the previous output (`out = model(x)`) recorded "
-              f"{kept['record']} new CUDA graph(s) and replayed {kept['replay']}"
-              + (": every call paid for a recording, none for a replay" if kept["record"] >= kept["calls"] else ""),
+              f"{kept['record']} new CUDA graph(s), replayed {kept['replay']}"
+              + (f" and ran the warm-up path (run_eager) {warm} time(s)" if warm is not None else "")
+              + (": every call paid for a recording, none for a replay" if kept["record"] >= kept["calls"] else
+                 ": every call stayed in the warm-up, none replayed" if warm is not None and warm >= kept["calls"]
+                 and not kept["replay"] else ""),
               "cudagraphs")
     f.add("what to do: for inference, call the model under torch.no_grad() or torch.inference_mode() (the triage: "
           "--no-grad; model.eval() alone leaves autograd on); for training, time a real step, forward then "

@@ -83,8 +83,14 @@ def test_the_measured_kept_output_loop_is_reported():
          "kept_output_loop": {"record": 5, "replay": 0, "warmup": 0, "calls": 5}}  # the H200's pattern (2.11)
     f = _cudagraphs_finding(d, {"mode": "reduce-overhead", "backend": "inductor"}, "cuda")
     assert f.status == "problem"
-    assert "5 calls that keep the previous output (`out = model(x)`) recorded 5 new CUDA graph(s) and replayed 0" in \
-        f.lines[1].text
+    assert "5 calls that keep the previous output (`out = model(x)`) recorded 5 new CUDA graph(s), replayed 0" in \
+        f.lines[1].text and "every call paid for a recording" in f.lines[1].text
+    # GPT-2 small on the H200 (zoo, torch 2.11): the manager was warming up, every kept-output call ran run_eager
+    d["kept_output_loop"] = {"record": 0, "replay": 0, "warmup": 5, "calls": 5}
+    f = _cudagraphs_finding(d, {"mode": "reduce-overhead", "backend": "inductor"}, "cuda")
+    assert "recorded 0 new CUDA graph(s), replayed 0 and ran the warm-up path (run_eager) 5 time(s): every call " \
+           "stayed in the warm-up, none replayed" in f.lines[1].text
+    assert "try_end_curr_warmup() cannot end the warm-up" in f.lines[0].text
 
 
 def test_book_url_from_baseurl_or_repository_and_the_local_page_when_none_is_known(tmp_path, monkeypatch):
