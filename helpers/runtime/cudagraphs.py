@@ -409,6 +409,7 @@ class Recordings:
     warned: bool          # the cudagraph_dynamic_shape_warn_limit warning appeared
     pool_first: int | None = None   # bytes the cudagraph tree's pool grew by at the first size (None: not readable)
     pool_growth: int | None = None  # bytes it grew by over all the sizes
+    pool_start: int | None = None   # bytes the pool held before the first size (what earlier graphs left in it)
 
 
 def pool_segment_bytes(segments, pool_id) -> int:
@@ -479,7 +480,7 @@ def record_per_size(model, width: int, sizes, calls: int = 3) -> Recordings:
 
     return Recordings(len(inputs), stats["unique_graphs"] - graphs_before,
                       sum("Recording cudagraph tree" in m for m in messages),
-                      any("distinct sizes" in m for m in messages), grew(pool_after_first), grew(pool_after))
+                      any("distinct sizes" in m for m in messages), grew(pool_after_first), grew(pool_after), pool_before)
 
 
 def two_outputs_in_one_step(compiled, xa, xb, steps: int = 4) -> tuple[str, bool]:

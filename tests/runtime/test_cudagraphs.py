@@ -140,6 +140,7 @@ def test_record_per_size_and_two_outputs_in_one_step():
     r = record_per_size(mlp(depth=2, width=16, device="cuda"), 16, sizes=[2, 3, 4])
     assert r.graphs == 1 and r.recordings == 3 and not r.warned
     assert r.pool_first is not None and r.pool_growth is not None and r.pool_growth >= r.pool_first >= 0
+    assert r.pool_start is not None and r.pool_start >= 0
     ro = torch.compile(mlp(depth=2, width=16, device="cuda"), mode="reduce-overhead")
     xa, xb = torch.randn(4, 16, device="cuda"), torch.randn(4, 16, device="cuda")
     with torch.no_grad():
