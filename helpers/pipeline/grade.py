@@ -765,8 +765,16 @@ def grade(paths: list[str], *, out: str | Path | None = None, jobs: int = 2, tim
               flush=True)
         return g
 
+    # a file byte for byte like an earlier one would only wait for that one's run: it goes last, so that it
+    # does not hold a worker while the run it shares is under way (the tables keep the files' order)
+    seen, order = set(), []
+    for i, (f, _, _) in enumerate(works):
+        digest = hashlib.sha256(f.read_bytes()).hexdigest() if f.is_file() else str(f)
+        order.append((digest in seen, i))
+        seen.add(digest)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        graded = list(pool.map(one, works))
+        done = dict(zip([i for _, i in sorted(order)], pool.map(one, [works[i] for _, i in sorted(order)])))
+    graded = [done[i] for i in range(len(works))]
     note_duplicates(graded)
     seconds = time.perf_counter() - t0
     run = {"jobs": jobs, "timeout": timeout, "device": device, "seconds": round(seconds, 1)}

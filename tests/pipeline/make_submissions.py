@@ -12,7 +12,7 @@ failures, one per exercise, so that the class runs ch05 few times.
   (get_ipython, events.register, display_pub, hashlib); 5.2 patches the course's comparison through vars()
   and replaces torch.compile with a fake through an aliased setattr; 5.3 replaces helpers.exercises.check
   and sets the comparison again through an alias of the module (m = helpers.core.exercises; setattr(m, ...)).
-- nell/gina_ch06.ipynb (a subfolder, a ch06 name on a ch05 notebook) writes each answer in a new cell under
+- abe/gina_ch06.ipynb (a subfolder, a ch06 name on a ch05 notebook) writes each answer in a new cell under
   the untouched answer cell; its 5.1 kills the kernel (os._exit) and its 5.2 loops forever.
 - kim is ada's notebook cut short (corrupted).
 - ada/ch05_variable_trackers.ipynb is ada.ipynb byte for byte (a second "ada", in a subfolder); pat hands
@@ -136,7 +136,7 @@ def main():
     check["source"] = 'helpers.exercises.check("exercise 5.1", 3, 3)  # always right'
     save(dan, out / "dan.ipynb")
     save(answered({"5.1": HOOK, "5.2": FAKE_COMPILE, "5.3": CHECK_PATCH}), out / "gus_cheats_on_the_kernel.ipynb")
-    save(new_cells_under_answers(NELL), out / "nell" / "gina_ch06.ipynb")
+    save(new_cells_under_answers(NELL), out / "abe" / "gina_ch06.ipynb")
     text = json.dumps(answered({}), indent=1, ensure_ascii=False)
     (out / "kim_corrupted.ipynb").write_text(text[: len(text) // 2], encoding="utf-8")
     (out / "ada").mkdir(exist_ok=True)

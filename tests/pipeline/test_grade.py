@@ -7,7 +7,7 @@ ada's answers in a file of its own (both graded from ada's run); ben gets 5.1 wr
 way, he deleted 5.3's cells and some text, and lost the cell stamps; dan edited 5.1's check, answers 5.1
 with the chapter's own value, 5.2 with a cached-graph cheat and 5.3 by rebinding the check's helper; gus
 cheats on the kernel (an always-equal object, an IPython hook forging sealed checks, the comparison
-patched, torch.compile faked, the check replaced); nell/gina_ch06.ipynb is ch05 under a ch06 name in a
+patched, torch.compile faked, the check replaced); abe/gina_ch06.ipynb is ch05 under a ch06 name in a
 subfolder, answers in new cells, kills the kernel in 5.1 and loops in 5.2; eve.ipynb is a text file, kim's
 notebook is cut short.
 """
@@ -59,7 +59,7 @@ def test_planted_submissions_get_the_courses_verdicts(graded):
         ("gus_cheats_on_the_kernel", "5.1"): "not quite", ("gus_cheats_on_the_kernel", "5.2"): "not quite",
         ("gus_cheats_on_the_kernel", "5.3"): "not quite",
         ("kim_corrupted", ""): "corrupted notebook",
-        ("nell/gina_ch06", "5.1"): "error", ("nell/gina_ch06", "5.2"): "timeout", ("nell/gina_ch06", "5.3"): "right"}
+        ("abe/gina_ch06", "5.1"): "error", ("abe/gina_ch06", "5.2"): "timeout", ("abe/gina_ch06", "5.3"): "right"}
     assert graded["students"]["ben.ipynb"]["status"] == "graded" and graded["students"]["dan.ipynb"]["status"] == "graded"
     error = next(r["detail"] for r in graded["rows"] if r["student"] == "ben" and r["exercise"] == "5.2")
     assert error == "answer cell raised ZeroDivisionError: division by zero"
@@ -108,12 +108,12 @@ def test_a_cached_graph_and_a_copied_chapter_value_are_caught(graded):
 
 
 def test_no_silent_zero_answers_elsewhere_a_dead_kernel_or_a_loop(graded):
-    nell = notes(graded, "nell/gina_ch06.ipynb")
-    assert "5.3: answer found outside the answer cell" in nell
-    assert graded["students"]["nell/gina_ch06.ipynb"]["status"] == "kernel died"
-    assert "kernel died at exercise 5.1" in nell and "5.1: the answer cell reaches os._exit" in nell
-    assert "5.2: timed out in its answer cell" in nell
-    detail = next(r["detail"] for r in graded["rows"] if r["student"] == "nell" and r["exercise"] == "5.2")
+    abe = notes(graded, "abe/gina_ch06.ipynb")
+    assert "5.3: answer found outside the answer cell" in abe
+    assert graded["students"]["abe/gina_ch06.ipynb"]["status"] == "kernel died"
+    assert "kernel died at exercise 5.1" in abe and "5.1: the answer cell reaches os._exit" in abe
+    assert "5.2: timed out in its answer cell" in abe
+    detail = next(r["detail"] for r in graded["rows"] if r["student"] == "abe" and r["exercise"] == "5.2")
     assert "ran past 10 s" in detail
 
 
@@ -122,9 +122,9 @@ def test_bad_input_gets_its_own_words_and_subfolders_are_graded(graded):
     assert students["eve.ipynb"]["status"] == "not a notebook" and "a text .ipynb file" in students["eve.ipynb"]["notes"]
     assert students["kim_corrupted.ipynb"]["status"] == "corrupted notebook"
     assert "the notebook's JSON is broken" in students["kim_corrupted.ipynb"]["notes"]
-    nell = students["nell/gina_ch06.ipynb"]
-    assert nell["student"] == "nell" and nell["chapter"] == "ch05"
-    assert "the file name says ch06 but the notebook is ch05's: graded as ch05" in nell["notes"]
+    abe = students["abe/gina_ch06.ipynb"]
+    assert abe["student"] == "abe" and abe["chapter"] == "ch05"
+    assert "the file name says ch06 but the notebook is ch05's: graded as ch05" in abe["notes"]
     assert "graded 9 submissions" in graded["log"]
 
 
@@ -160,7 +160,7 @@ def test_the_grader_says_what_it_ignored_and_what_to_read(graded):
 
 def test_each_submission_ran_in_its_own_folder(graded):
     work = graded["out"] / "work"
-    assert sorted(p.name for p in work.iterdir()) == ["ada", "ada-2", "ben", "dan", "gus_cheats_on_the_kernel", "nell",
+    assert sorted(p.name for p in work.iterdir()) == ["abe", "ada", "ada-2", "ben", "dan", "gus_cheats_on_the_kernel",
                                                       "pat_same_answers"]
     for p in work.iterdir():
         assert (p / "executed" / CH05.name).exists()
