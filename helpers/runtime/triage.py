@@ -45,8 +45,8 @@ from .bet import CompileBet
 from .compile_time import compile_times
 from .cudagraphs import LaunchBudget, eager_ops, skip_log, skip_reason
 from .recompiles import CURES
-from .triage_checks import (SHAPE_CURES, CallWatch, _cause, _dynamo_quiet, _error_text, _max_difference, _recompiled,
-                            _tensors, _timed, autograd_under_cudagraphs, changing_state, chapter_url, grad_state,
+from .triage_checks import (NO_LOCATION, SHAPE_CURES, CallWatch, _cause, _dynamo_quiet, _error_text,
+                            _max_difference, _recompiled, _tensors, _timed, autograd_under_cudagraphs, changing_state, chapter_url, grad_state,
                             isa_probe_time, kept_output_loop, launches_and_library_calls, purity,
                             random_modules)
 
@@ -881,7 +881,8 @@ def _recompiles_finding(d: dict, path=None) -> Finding:
     shown = 3
     for r in recompiled[:shown]:
         cause, where = causes[r["variant"]]
-        what = {"branch": "a range set by a shape-dependent branch" + (f" at {where}" if where else ""),
+        what = {"branch": ("a shape-dependent branch (location not recorded)" if where in ("", NO_LOCATION) else
+                           f"a range set by a shape-dependent branch at {where}"),
                 "size mismatch": "a size mismatch before automatic dynamic (the graph had static sizes)",
                 "0/1 size": "a 0/1 size specialisation"}.get(cause, f"a {cause} change")
         f.add(f"variant {r['variant']} ({r['inputs']}) recompiled, {_s(r['seconds'])}: the guard that failed "

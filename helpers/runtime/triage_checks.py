@@ -177,13 +177,46 @@ SHAPE_CURES = {
 }
 
 
+def _slocs(comment: str) -> list[tuple[str, str, str, str, str]]:
+    """The source locations torch appends to a shape guard, in order: (code, path suffix, line, fn, framework).
+
+    ShapeEnv writes a range guard as ``L <= x.size()[0] <= U  # {lower} and {upper}``
+    (``produce_guards_verbose``, ``var_to_range_sloc``: the ``SLoc`` of each bound, torch 2.11 and 2.13); each
+    ``SLoc`` is ``code  # path:line in fn (framework location)`` or ``(framework location)`` alone. The
+    framework part may hold parentheses of its own, so it is read with a balanced scan.
+    """
+    out, pos = [], 0
+    head = re.compile(r"\s*(?:and\s+)?(?:(?P<code>[^#]*?)\s*#\s*(?P<file>\S+?):(?P<line>\d+) in (?P<fn>\S+)\s*)?\(")
+    while pos < len(comment):
+        m = head.match(comment, pos)
+        if not m:
+            break
+        depth, i = 1, m.end()
+        while i < len(comment) and depth:
+            depth += {"(": 1, ")": -1}.get(comment[i], 0)
+            i += 1
+        out.append((m.group("code") or "", m.group("file") or "", m.group("line") or "", m.group("fn") or "",
+                    comment[m.end():i - 1]))
+        pos = i
+    return out
+
+
+#: what the triage says when torch recorded no user location for the bound that failed
+NO_LOCATION = "location not recorded"
+
+
 def shape_cause(raw: str, user_file: str | Path | None = None) -> tuple[str, str]:
     """(cause, where) of one shape guard failure (the raw reason with torch's ``# source`` comment).
 
-    ``cause``: "branch" (a range set by a shape-dependent branch: ``2 <= x.size()[0] <= 16  # if x.shape[0] >
-    16:  # file.py:4 in f``; ``where`` is ``file.py:4`` and the line of code), "0/1 size" (a size 0 or 1
-    against another, or a lower bound of 2 alone), "size mismatch" (a static graph's size, before automatic
-    dynamic), or "" when the reason is not about a size.
+    ``cause``: "branch" (a range set by a shape-dependent branch), "0/1 size" (a size 0 or 1 against another,
+    or a lower bound of 2 alone), "size mismatch" (a static graph's size, before automatic dynamic), or ""
+    when the reason is not about a size.
+
+    ``where`` of a branch is the location ShapeEnv recorded for the bound that failed: the upper bound's
+    ``SLoc`` for ``2 <= x.size()[0] <= 16  # {lower} and {upper}`` (the branch that refined the range,
+    ``_update_var_to_range``), the lower bound's for ``17 <= x.size()[0]``. The default lower bound 2 carries
+    the "user code shown is first use of this value" location (0/1 specialisation, the first line that read the
+    size, not a branch): it is never given as the branch. ``NO_LOCATION`` when torch recorded none.
     """
     guard, _, comment = raw.partition("#")
     guard = guard.strip()
@@ -192,25 +225,35 @@ def shape_cause(raw: str, user_file: str | Path | None = None) -> tuple[str, str
         return ("0/1 size" if {int(m.group(1)), int(m.group(2))} & {0, 1} else "size mismatch"), ""
     if ".size()" not in guard and "size(" not in guard and ".shape" not in guard:
         return "", ""
+    both = re.match(r"^\s*-?\d+\s*<=?\s*\S+\s*<=?\s*-?\d+\s*$", guard)
     upper = re.search(r"<=?\s*(\d+)\s*$", guard) and not re.search(r"^\s*\d+\s*<=?\s*\S+\s*$", guard)
     eq = re.search(r"==\s*(\d+)", guard)
     lower = re.match(r"^\s*(\d+)\s*<=?", guard)
-    # torch appends the user code line that introduced each bound: "# <code>  # <path suffix>:<line> in <fn>"
-    sites = re.findall(r"#\s*(.+?)\s*#\s*(\S+?):(\d+) in (\w+)", "#" + comment)
-    user = [s for s in sites if "0/1 specialization" not in s[0]]
+    slocs = _slocs(comment)
+    first_use = "first use of this value"
+    # the bound that failed decides which recorded location is the branch's
+    if upper:
+        chosen = slocs[-1] if slocs else None                  # the upper bound's SLoc (the last one written)
+    elif lower and int(lower.group(1)) > 2:
+        chosen = slocs[0] if slocs else None                   # the lower bound's SLoc
+    else:
+        chosen = slocs[-1] if slocs else None
     where = ""
-    if sites:
-        code, suffix, line, fn = sites[-1] if not user else user[0]
-        name = Path(user_file).name if user_file and str(Path(user_file).resolve()).endswith(suffix.lstrip(".")) \
-            else suffix
-        where = f"{name}:{line} in {fn}: {code.strip()}"
-    framework_only = "0/1 specialization" in comment and not re.search(r"\)\s*and\s", comment)
-    if (upper or (lower and int(lower.group(1)) > 2) or (eq and int(eq.group(1)) > 1)) and sites \
+    if chosen:
+        code, suffix, line, fn, framework = chosen
+        if suffix and first_use not in framework:
+            name = Path(user_file).name if user_file and str(Path(user_file).resolve()).endswith(
+                suffix.lstrip(".")) else suffix
+            where = f"{name}:{line} in {fn}: {code.strip()}"
+        else:
+            where = NO_LOCATION
+    framework_only = bool(slocs) and all(first_use in s[4] for s in slocs)
+    if (upper or (lower and int(lower.group(1)) > 2) or (eq and int(eq.group(1)) > 1)) and slocs \
             and not framework_only:
         return "branch", where
-    if eq and int(eq.group(1)) <= 1 or (lower and int(lower.group(1)) == 2) or "0/1" in comment:
-        return "0/1 size", where
-    return ("branch", where) if sites else ("size mismatch", "")
+    if eq and int(eq.group(1)) <= 1 or (lower and int(lower.group(1)) == 2 and not both) or "0/1" in comment:
+        return "0/1 size", ("" if where == NO_LOCATION else where)
+    return ("branch", where) if slocs else ("size mismatch", "")
 
 
 # -------------------------------------------------------------------------------- randomness and state

@@ -156,6 +156,18 @@ def test_a_shape_dependent_branch_is_named_at_its_line_with_its_own_cure():
     assert "0/1 size" not in text  # the old report called this guard a 0/1 size change
 
 
+def test_a_branch_after_a_layer_that_reads_the_size_is_named_at_the_branch_not_the_layer():
+    # torch writes the layer's line as the "first use of this value" (the lower bound 2) and the branch as the
+    # upper bound's location; the old triage named nn/modules/linear.py (review Part A, finding 1)
+    r = triage(CASES / "shape_branch_layer.py", backend="eager", **QUICK)
+    assert [row["recompiles"] for row in r.data["variants"]] == [1, 1, 0]
+    text = " ".join(ln.text for ln in r.finding("recompiles").lines)
+    line = line_of("shape_branch_layer.py", "if x.shape[0] > 16")
+    assert f"a range set by a shape-dependent branch at shape_branch_layer.py:{line} in forward: " \
+           "if x.shape[0] > 16:" in text
+    assert "linear.py" not in text
+
+
 def test_a_batch_of_one_is_a_0_1_specialisation_with_its_own_cure():
     r = triage(CASES / "size_one.py", backend="eager", **QUICK)
     rows = r.data["variants"]

@@ -109,3 +109,28 @@ def test_book_url_from_baseurl_or_repository_and_the_local_page_when_none_is_kno
     link = triage_mod._chapter_link("ch26_recompiles", triage_mod.REPO_ROOT)
     assert link == "[ch26_recompiles](chapters/ch26_recompiles.ipynb)"
     assert triage_mod._chapter_link("ch26_recompiles", None) == "ch26_recompiles"
+
+
+# the guard torch 2.13 wrote for /tmp/revtriage/models/shape_branch2.py: a layer reads x (first use, line 7)
+# before the branch (line 8); "# {lower} and {upper}" (produce_guards_verbose, var_to_range_sloc)
+LAYER_FIRST = ("2 <= x.size()[0] <= 16  # return F.linear(input, self.weight, self.bias)  # nn/modules/linear.py:134 "
+               "in forward (user code shown is first use of this value--the guard itself is not due user code but "
+               "due to 0/1 specialization in the framework; to avoid specialization try "
+               "torch._dynamo.decorators.mark_unbacked(tensor, dim)) and if x.shape[0] > 16:  # "
+               "mp/revtriage/models/shape_branch2.py:8 in forward (_dynamo/variables/tensor.py:2606 in evaluate_expr)")
+
+
+def test_a_branch_is_named_by_the_bound_that_failed_not_by_the_first_use_of_the_size():
+    from helpers.runtime.triage_checks import NO_LOCATION
+
+    assert shape_cause(LAYER_FIRST, "/tmp/revtriage/models/shape_branch2.py") == (
+        "branch", "shape_branch2.py:8 in forward: if x.shape[0] > 16:")
+    # a lower bound set by a branch (`if x.shape[0] < 17:` taken the other way): the lower bound's location
+    low = ("17 <= x.size()[0]  # if x.shape[0] < 17:  # mp/s.py:6 in f (_dynamo/variables/tensor.py:2606 in "
+           "evaluate_expr)")
+    assert shape_cause(low, "/tmp/s.py") == ("branch", "s.py:6 in f: if x.shape[0] < 17:")
+    # an upper bound whose recorded location is only the first-use note: no line is given, not a wrong one
+    only_first_use = ("2 <= x.size()[0] <= 16  # y = self.lin(x)  # mp/s.py:7 in f (user code shown is first use "
+                      "of this value--the guard itself is not due user code) and (_dynamo/variables/tensor.py:2606 "
+                      "in evaluate_expr)")
+    assert shape_cause(only_first_use, "/tmp/s.py") == ("branch", NO_LOCATION)
