@@ -692,9 +692,11 @@ def _add_ladder(report: Report, model, example: Call, kw: dict) -> None:
 
 def _s(seconds: float) -> str:
     """A time with a unit a reader takes in at a glance."""
-    if seconds >= 1:
+    # three significant digits; a value that rounds up to 1000 of a unit is written in the next unit
+    # (0.9996 s is "1.00 s", not "1e+03 ms")
+    if seconds >= 1 or float(f"{seconds * 1e3:.3g}") >= 1000:
         return f"{seconds:.2f} s"
-    if seconds >= 1e-3:
+    if seconds >= 1e-3 or float(f"{seconds * 1e6:.3g}") >= 1000:
         return f"{seconds * 1e3:.3g} ms"
     return f"{seconds * 1e6:.3g} µs"
 
