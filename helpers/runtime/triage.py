@@ -545,8 +545,8 @@ def _compile_and_measure(report: Report, model, example: Call, variants: list[Ca
                     first_out, first_s = _timed(lambda: pristine.run(compiled), dev)
                 except Exception as exc:  # noqa: BLE001 - the compiler's error is the finding
                     error = exc
-            data["one_time_s"] = {"isa_probe": probes["isa_probe"], "header": probes["header"],
-                                  "cache_dir": probes["cache_dir"]}
+            data["one_time_s"] = {"isa_probe": probes["isa_probe"], "isa_build": probes["isa_build"],
+                                  "header": probes["header"], "cache_dir": probes["cache_dir"]}
             stats = read_counters(None, [c.co_name for c in converted])
             breaks = break_records(breaks_log.messages("graph_breaks"))
             data["graphs"], data["frames"] = stats.graphs, stats.frame_names
@@ -579,10 +579,14 @@ def _compile_and_measure(report: Report, model, example: Call, variants: list[Ca
                 count[0] += 1
                 return example.run(compiled)
 
-            with watch.phase("the steady timing", example.describe(), calls=None) as steady_phase:
+            with compile_times() as steady_times, \
+                    watch.phase("the steady timing", example.describe(), calls=None) as steady_phase:
                 steady = _steady(model, counted, example, dev, s["rounds"], s["repeats"])
             steady_phase.calls = count[0]
             data.update(steady)
+            # recompiles during the timing (state that changes every call): Dynamo's whole compile timer
+            data["steady_compile_s"] = steady_times["_compile.compile_inner"]
+            steady_modules = len(code.sources) if code is not None else 0
             # the variants, one by one
             rows = []
             for i, call in enumerate(variants, 1):
@@ -619,6 +623,11 @@ def _compile_and_measure(report: Report, model, example: Call, variants: list[Ca
             data["library_calls_first"] = [calls for _, calls in counted[:first_modules]]
             data["kernel_language"] = next((m.kernel_language for m in mods if m.kernel_language), None)
             data["modules_total"] = len(mods)
+            # where the modules after the first call's came from: recompiles during the steady timing, then
+            # the variants (and the kept-output loop, which runs after them)
+            data["modules_by_phase"] = {"the first call": first_modules,
+                                        "the steady timing": steady_modules - first_modules,
+                                        "the variants": len(mods) - steady_modules}
             data["kernels_total"] = sum(len(m.kernels) for m in mods)
         try:
             with contextlib.redirect_stdout(io.StringIO()):
@@ -790,20 +799,35 @@ def _findings(report: Report, breaks: list[BreakRecord], dev: str, path: Path) -
     out.append(_cudagraphs_finding(d, s, dev))
     out.append(_kernels_finding(d, s))
     recompiled = _recompiled(d["variants"])
+    steady = next((p for p in d.get("phases", []) if p["name"] == "the steady timing"), None) or {}
+    steady_recompiles = steady.get("recompiled", 0)
     # every time in the bet is wall time: the first call's (compile and run) and the steady calls'
     eager, compiled = d["eager_wall_s"], d["compiled_wall_s"]
-    one_time = d.get("one_time_s") or {}
-    once_s = one_time.get("isa_probe", 0.0) + one_time.get("header", 0.0)  # paid once per cache folder, not per compile
-    compile_s = max(d["first_call_s"] - compiled - once_s, 0.0)
-    recompile_s = (sum(r["seconds"] for r in recompiled) / len(recompiled)) if recompiled else None
-    bet = CompileBet(compile_s, eager, compiled, len(recompiled), recompile_s)
+    compile_s = max(d["first_call_s"] - compiled, 0.0)
+    # recompiles: the variants' (each variant's wall time) and those during the steady timing (Dynamo's compile
+    # timer over the timing), averaged
+    n_recompiles = len(recompiled) + steady_recompiles
+    recompile_s = ((sum(r["seconds"] for r in recompiled) + d.get("steady_compile_s", 0.0)) / n_recompiles
+                   if n_recompiles else None)
+    bet = CompileBet(compile_s, eager, compiled, n_recompiles, recompile_s)
+    eager_runs = steady.get("eager_runs", 0)
     d["bet"] = {"clock": "wall", "compile_s": compile_s, "eager_s": eager, "compiled_s": compiled,
-                "recompiles": len(recompiled), "recompile_s": recompile_s,
+                "recompiles": n_recompiles, "recompiles_in_timing": steady_recompiles, "recompile_s": recompile_s,
+                "judged": not eager_runs,
                 "break_even_calls": None if bet.break_even_calls() == float("inf") else bet.break_even_calls()}
+    if eager_runs:
+        # the timing's calls ran eagerly past the recompile limit: the compiled time is not a compiled graph's
+        report.bet = (f"not judged: {eager_runs:,} of the steady timing's {steady.get('calls', 0):,} compiled calls "
+                      "ran eagerly past the recompile limit (section 3), so the \"compiled\" time is eager's plus the "
+                      f"guard checks, not a compiled graph's; {steady_recompiles} recompile(s) during the timing "
+                      f"took {_s(d.get('steady_compile_s', 0.0))}. Fix the recompiles, then triage again")
+        return
     if compiled < eager:
         paid = f"a {_s(compile_s)} compile"
-        if recompiled:
-            paid += f" and {len(recompiled)} recompile(s) of {_s(recompile_s)} each"
+        if n_recompiles:
+            paid += f" and {n_recompiles} recompile(s) of {_s(recompile_s)} each"
+            if steady_recompiles:
+                paid += f" ({steady_recompiles} of them during the steady timing)"
         why = f"{paid}, against {_s(eager - compiled)} of wall time saved per call"
     else:
         why = f"a compiled call takes {_s(compiled)} of wall time, an eager one {_s(eager)}"
@@ -959,15 +983,25 @@ def _compile_time_finding(d: dict, s: dict, dev: str = "cpu") -> Finding:
     probe, header = once.get("isa_probe", 0.0), once.get("header", 0.0)
     if s["backend"] == "inductor" and dev == "cpu":
         folder = once.get("cache_dir") or "the cache folder"
+        build = once.get("isa_build", 0.0)
         if probe + header > 0:
-            f.add(f"of the first call, {_s(probe + header)} ({(probe + header) / first:.0%}) went to one-time work "
-                  f"for this cache folder and process, not to your model: Inductor's ISA probe builds "
-                  f"({_s(probe)}: a small program built and loaded per vector ISA, cached in {folder}) and the "
-                  f"precompiled header ({_s(header)}, once per $TMPDIR); the compile bet leaves them out",
+            f.add(f"of the first call, {_s(probe + header)} ({(probe + header) / first:.0%}) went to Inductor's ISA "
+                  f"probes and precompiled header, not to your model: the probes ({_s(probe)}, "
+                  "VecISA.check_build: a small program per vector ISA, "
+                  + (f"built in {folder} ({_s(build)} of it, once per cache folder), then " if build > 0 else
+                     f"already built in {folder}, so no build, only ")
+                  + "loaded by a child Python per ISA, which every new process runs again) and the precompiled "
+                  f"header ({_s(header)}: preprocessed in every new process, built once in the default cache folder); the "
+                  "compile bet counts them, since every new process that compiles C++ kernels pays them",
                   "inductor_time")
+        elif d.get("kernel_language") != "c++":
+            f.add("no ISA probe or precompiled header in this first call: Inductor generated no C++ kernel (it "
+                  "probes the vector ISAs only to write one); a model that gets one pays them in every new "
+                  "process", "inductor_time")
         else:
-            f.add(f"no ISA probe build or precompiled header in this first call: this process (or {folder}) had "
-                  "them already; a fresh cache folder pays for them once", "inductor_time")
+            f.add("no ISA probe or precompiled header in this first call: this process had probed already "
+                  "(VecISA.__bool__ and _precompile_header are functools.cache'd per process); a new process "
+                  "pays the probes' loads again, a fresh cache folder their builds too", "inductor_time")
     if s["backend"] == "inductor":
         c = d["fx_graph_cache"]
         f.add(f"Inductor's FX graph cache: {c['miss']} miss(es), {c['hit']} hit(s): "
@@ -981,10 +1015,13 @@ def _steady_finding(d: dict, dev: str) -> Finding:
     eager, comp = d["eager_s"], d["compiled_s"]
     f = Finding("steady_time", "Eager vs compiled, per call", "ok" if comp < eager else "problem")
     ratio = eager / comp if comp > 0 else float("inf")
+    st = next((p for p in d.get("phases", []) if p["name"] == "the steady timing"), None)
     verdict = (f"compiled is {ratio:.2f}× faster" if comp < eager else
                f"compiled is not faster: {1 / ratio:.2f}× the eager time" if ratio > 0 else "")
+    if st and st["eager_runs"]:
+        verdict = ("not a compiled graph's time: most timed calls ran eagerly past the recompile limit (below), "
+                   "so neither faster nor slower is judged here")
     f.add(f"eager {_s(eager)}, compiled {_s(comp)} per call ({d['clock']}): {verdict}", "steady_time")
-    st = next((p for p in d.get("phases", []) if p["name"] == "the steady timing"), None)
     if st and (st["compiles"] or st["eager_runs"]):
         f.status = "problem"
         f.add(f"this is not a steady compiled call's time: during the timing's {st['calls']} compiled calls, "
@@ -1107,9 +1144,11 @@ def _kernels_finding(d: dict, s: dict) -> Finding:
     if kernels:
         f.add("kernels: " + ", ".join(kernels[:8]) + (f", ... ({len(kernels) - 8} more)" if len(kernels) > 8 else ""),
               "kernels")
-    if d["modules_total"] > len(d["kernels_first"]):
-        f.add(f"the variants' recompiles generated {d['modules_total'] - len(d['kernels_first'])} more module(s)",
-              "recompiles")
+    by_phase = d.get("modules_by_phase") or {"the variants": d["modules_total"] - len(d["kernels_first"])}
+    more = [(n, where) for where, n in by_phase.items() if where != "the first call" and n > 0]
+    if more:
+        f.add("the recompiles generated " + " and ".join(
+            f"{n} more module(s) during {where}" for n, where in more), "recompiles")
     return f
 
 

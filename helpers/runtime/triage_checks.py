@@ -12,8 +12,10 @@
 - ``autograd_under_cudagraphs``: reduce-overhead on a model whose outputs require grad, called without
   backward (cudagraph trees record a new graph per call while the previous output waits for its backward:
   ``running_forwards_with_pending_backwards``).
-- ``isa_probe_time``: the seconds the first call spent in Inductor's per-cache-folder ISA probe builds
-  and the precompiled header (CPU).
+- ``isa_probe_time``: the seconds the first call spent in Inductor's ISA probes and the precompiled header
+  (CPU). A probe's build is once per cache folder, but its load is a child Python per ISA in every new process
+  (``VecISA.check_build``, ``_probe_load`` on 2.13; on 2.11 the child runs ``import torch``): a cost every new
+  process pays, so the compile bet counts it.
 - ``book_url``: a chapter's page in the published book (from ``_config.yml``).
 
 Private torch names go through ``helpers.core.private.private``: ``torch._C._dynamo.eval_frame
@@ -386,32 +388,44 @@ def launches_and_library_calls(source: str, kernels: list[str]) -> tuple[int, li
 
 @contextlib.contextmanager
 def isa_probe_time():
-    """Seconds in ``VecISA.check_build`` (the ISA probe builds, per cache folder) and ``_precompile_header``.
+    """Seconds in ``VecISA.check_build`` (the ISA probes) and ``_precompile_header``, the probes' builds apart.
 
-    Yields a dict {"isa_probe": s, "header": s, "cache_dir": path}; the originals are restored on exit.
-    A process that already probed (``pick_vec_isa`` caches its answer) spends nothing here again.
+    Yields a dict {"isa_probe": s, "isa_build": s, "header": s, "cache_dir": path}; the originals are restored
+    on exit. ``check_build`` builds a small program per vector ISA only when its ``.so`` is not in the cache
+    folder yet (``isa_build``: ``CppBuilder.build`` inside it), then loads it in a child Python every time
+    (``_probe_load`` on 2.13, ``subprocess.check_call`` of ``import torch`` on 2.11). Both ``VecISA.__bool__``
+    and ``_precompile_header`` are ``functools.cache``'d, so the probes run once per process: every new
+    process pays the loads again, a fresh cache folder the builds too. A process that already probed spends
+    nothing here; a compile that writes no C++ kernel does not probe at all.
     """
-    out = {"isa_probe": 0.0, "header": 0.0, "cache_dir": ""}
+    out = {"isa_probe": 0.0, "isa_build": 0.0, "header": 0.0, "cache_dir": ""}
     patched = []
+    inside = [0]
     try:
         with contextlib.suppress(CourseError):
             out["cache_dir"] = private("torch._inductor.runtime.cache_dir_utils.cache_dir")()
         try:
             vec = private("torch._inductor.cpu_vec_isa.VecISA")
             private("torch._inductor.codecache._precompile_header")
+            builder = private("torch._inductor.cpp_builder.CppBuilder")
             targets = [(vec, "check_build", "isa_probe"),
-                       (sys.modules["torch._inductor.codecache"], "_precompile_header", "header")]
+                       (sys.modules["torch._inductor.codecache"], "_precompile_header", "header"),
+                       (builder, "build", "isa_build")]
         except (CourseError, KeyError):
             targets = []
         for owner, attr, key in targets:
             original = getattr(owner, attr)
 
             def timed(*a, __o=original, __k=key, **k):
+                if __k == "isa_build" and not inside[0]:
+                    return __o(*a, **k)  # a build outside the probes (the model's own kernels)
+                inside[0] += __k == "isa_probe"
                 t0 = time.perf_counter()
                 try:
                     return __o(*a, **k)
                 finally:
                     out[__k] += time.perf_counter() - t0
+                    inside[0] -= __k == "isa_probe"
 
             setattr(owner, attr, timed)
             patched.append((owner, attr, original))
