@@ -1136,11 +1136,26 @@ def _kernels_finding(d: dict, s: dict) -> Finding:
           + (f", where {eager_line}" if eager_line else ""), "kernels")
     if n_ops is not None and launches:
         calls = launches + len(library)
-        f.add(f"{n_ops} eager operator(s) became {launches} kernel launch(es) and {len(library)} library call(s): "
-              + (f"fusion saved {n_ops - calls} launch(es) per call (a library call such as a matrix product "
-                 "stays a call of its own)" if calls < n_ops else
-                 "nothing fused, one kernel per operator (a graph break, a library call or a fusion wall keeps "
-                 "operations apart)"), "fusion")
+        measured = d.get("eager_launches"), d.get("compiled_launches")  # section 6's profiler counts (GPU)
+        if all(measured):
+            # on a GPU the launches are measured: an ATen operator is not one launch (a view launches none, a
+            # library call or a reduction may launch several), so the operator count is not a launch count
+            el, cl = measured
+            ro = s.get("mode") == "reduce-overhead"
+            f.add(f"{n_ops} eager operator(s) became {launches} generated kernel(s) and {len(library)} library "
+                  f"call(s) in the wrapper; measured on the GPU (section 6), eager ran {el:.0f} kernels per call and "
+                  f"compiled {cl:.0f}, {el - cl:.0f} fewer"
+                  + (" (under reduce-overhead the compiled kernels run inside CUDA graph replays)" if ro else "")
+                  + ": an ATen operator is not one launch (a view launches none, a library call may launch "
+                    "several), so the measured counts, not the operator count, are what fusion removed", "fusion")
+        else:
+            f.add(f"{n_ops} eager operator(s) became {launches} generated kernel(s) and {len(library)} library "
+                  "call(s): "
+                  + (f"{n_ops - calls} fewer calls per call than eager's operators (a library call such as a matrix "
+                     "product stays a call of its own; an ATen operator is not one kernel launch, so on a GPU "
+                     "section 6's measured launches are the count to trust)" if calls < n_ops else
+                     "nothing fused, one kernel per operator (a graph break, a library call or a fusion wall keeps "
+                     "operations apart)"), "fusion")
     if kernels:
         f.add("kernels: " + ", ".join(kernels[:8]) + (f", ... ({len(kernels) - 8} more)" if len(kernels) > 8 else ""),
               "kernels")

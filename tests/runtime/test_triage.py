@@ -417,3 +417,18 @@ def test_generated_modules_are_attributed_to_the_timing_or_the_variants():
     d["modules_by_phase"].update({"the steady timing": 0, "the variants": 2})
     text = " ".join(ln.text for ln in _kernels_finding(d, {"backend": "inductor"}).lines)
     assert "2 more module(s) during the variants" in text
+
+
+def test_fusion_on_a_gpu_is_told_from_the_measured_launches_not_the_operator_count():
+    # review finding 3: BERT on the H200 said "fusion saved 31 launch(es)" beside section 6's 158 -> 151
+    from helpers.runtime.triage import _kernels_finding
+
+    d = {"eager_ops": {"aten.addmm": 73, "aten.add": 120}, "kernels_first": [[f"triton_k{i}" for i in range(88)]],
+         "launches_first": [88], "library_calls_first": [["extern_kernels.addmm"] * 74], "kernel_language": "triton",
+         "modules_total": 1, "eager_launches": 158.0, "compiled_launches": 151.0}
+    text = " ".join(ln.text for ln in _kernels_finding(d, {"backend": "inductor", "mode": None}).lines)
+    assert "fusion saved" not in text and "eager ran 158 kernels per call and compiled 151, 7 fewer" in text
+    assert "an ATen operator is not one launch" in text
+    d.pop("eager_launches"), d.pop("compiled_launches")  # a CPU run: no measured launches
+    text = " ".join(ln.text for ln in _kernels_finding(d, {"backend": "inductor", "mode": None}).lines)
+    assert "fusion saved" not in text and "31 fewer calls per call than eager's operators" in text
