@@ -472,15 +472,24 @@ def _add_fixes(report: Report, model, example: Call, variants: list[Call], dev: 
             f.add(f"{r['fix']} for {r['for']}: the trial failed: {x['error'] or b['error']}", chapter)
             continue
         f.add(f"{r['fix']} for {r['for']} ({r['how']}): frames compiled {b['compiles']} → {x['compiles']}, graph "
-              f"breaks {b['breaks']} → {x['breaks']}, compiling calls {_s(b['compile_s'])} → "
-              f"{_s(x['compile_s'])} of "
+              f"breaks {b['breaks']} → {x['breaks']}, compiling calls {_s(b['compile_s'])}{_cache_note(b)} → "
+              f"{_s(x['compile_s'])}{_cache_note(x)} of "
               f"wall time, steady compiled call {_s(b['steady_s'])} → {_s(x['steady_s'])}; outputs "
               + _fixed_outputs(x, b, report.data.get("random_modules")), chapter)
     if rows:
         f.add("both runs compiled afresh after the triage's own compile, the same calls in the same order; "
-              "Inductor's caches may serve either, so the counts are the proof and the seconds a guide",
-              "compile_time")
+              "Inductor's FX graph cache may serve either (a hit skips code generation and the kernel compiler), "
+              "so the counts are the proof, and the seconds compare only between runs with the same cache hits "
+              "and misses", "compile_time")
     report.findings.append(f)
+
+
+def _cache_note(run: dict) -> str:
+    """`` (FX graph cache: 1 hit, 2 misses)`` for one --try-fixes run, empty when nothing looked the cache up."""
+    c = run.get("fx_graph_cache") or {}
+    if not (c.get("hit") or c.get("miss")):
+        return ""
+    return f" (FX graph cache: {c['hit']} hit(s), {c['miss']} miss(es))"
 
 
 def _fixed_outputs(fixed: dict, base: dict, random: list | None) -> str:

@@ -13,8 +13,10 @@ then every variant, then the steady timing), so the numbers compare like with li
 
 Each trial reports the frames compiled, graph breaks, the wall seconds of the calls that compiled (the
 first call and the variants), the steady compiled time on the example inputs and whether every output
-still matches eager. Both trials compile after the triage's own compile, so Inductor's caches may serve
-both: compare the counts first, the seconds second.
+still matches eager, with the trial's FX graph cache hits and misses beside its compile seconds. Both trials
+compile after the triage's own compile, so Inductor's caches may serve either (a hit skips Inductor's code
+generation and the kernel compiler): compare the counts first, the seconds only between trials with the same
+cache hits and misses.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from ..core import timing
 from ..core.private import private
 from ..dynamo.graph_breaks import break_records
 from ..dynamo.logs import capture_logs
-from ..dynamo.state import clear_compile_state
+from ..dynamo.state import clear_compile_state, counters
 from .triage_checks import (_cause, _dynamo_quiet, _error_text, _max_difference, _recompiled, _tensors, _timed,
                             autograd_under_cudagraphs)
 
@@ -93,6 +95,7 @@ def trial(model, example, variants, kw: dict, dev: str, *, mark: list | None = N
             for i, d in mark or []:
                 private("torch._dynamo.mark_dynamic")(tensors[i], d)
             seconds, worst, ok = 0.0, 0.0, True
+            cache0 = _fx_cache()
             for call, ref in zip([first] + [v.copy() for v in variants], eager):
                 before = len(converted)
                 got, t = _timed(lambda c=call: c.run(compiled), dev)
@@ -102,6 +105,8 @@ def trial(model, example, variants, kw: dict, dev: str, *, mark: list | None = N
                 if diff is not None:
                     worst = max(worst, diff[0])
                     ok = ok and diff[0] <= diff[1]
+            cache1 = _fx_cache()
+            out["fx_graph_cache"] = {k: cache1[k] - cache0[k] for k in cache1}  # this trial's compiles only
             steady = timing.interleaved({"compiled": lambda: example.run(compiled)}, rounds=rounds,
                                         repeats=repeats, device=dev)["compiled"].median
             out.update(compiles=len(converted), breaks=len(break_records(bl.messages("graph_breaks"))),
@@ -112,6 +117,12 @@ def trial(model, example, variants, kw: dict, dev: str, *, mark: list | None = N
         handle.remove()
         clear_compile_state()
     return out
+
+
+def _fx_cache() -> dict:
+    """Inductor's FX graph cache lookups so far (``torch._dynamo.utils.counters["inductor"]``): hits and misses."""
+    c = counters().get("inductor", {})
+    return {"hit": int(c.get("fxgraph_cache_hit", 0)), "miss": int(c.get("fxgraph_cache_miss", 0))}
 
 
 def try_fixes(report, model, example, variants, dev: str) -> list[dict]:

@@ -296,6 +296,12 @@ def test_inductor_end_to_end_kernels_cache_isa_probes_and_autograd_under_reduce_
     [fix] = r.data["fixes"]
     assert fix["fix"] == "torch.no_grad()" and not fix["fixed"]["error"] and fix["fixed"]["matches"]
     assert fix["baseline"]["compiles"] == fix["fixed"]["compiles"] == 1 and r.findings[-1].key == "fixes"
+    # review finding 7: each trial's FX graph cache lookups printed beside its compile seconds
+    for run in (fix["baseline"], fix["fixed"]):
+        assert run["fx_graph_cache"]["hit"] + run["fx_graph_cache"]["miss"] == 1
+    line = r.finding("fixes").lines[0].text
+    assert line.count("(FX graph cache: ") == 2 and "compare only between runs with the same cache hits" in \
+        r.finding("fixes").lines[-1].text
 
 
 def test_reduce_overhead_without_autograd_has_no_pending_backward_finding():
