@@ -804,7 +804,7 @@ def _findings(report: Report, breaks: list[BreakRecord], dev: str, path: Path) -
     out.append(_recompiles_finding(d, path))
     out.append(_guards_finding(d))
     out.append(_compile_time_finding(d, s, dev))
-    out.append(_steady_finding(d, dev))
+    out.append(_steady_finding(d, dev, s.get("mode") if s["backend"] == "inductor" else None))
     out.append(_cudagraphs_finding(d, s, dev))
     out.append(_kernels_finding(d, s))
     recompiled = _recompiled(d["variants"])
@@ -1020,7 +1020,7 @@ def _compile_time_finding(d: dict, s: dict, dev: str = "cpu") -> Finding:
     return f
 
 
-def _steady_finding(d: dict, dev: str) -> Finding:
+def _steady_finding(d: dict, dev: str, mode: str | None = None) -> Finding:
     eager, comp = d["eager_s"], d["compiled_s"]
     f = Finding("steady_time", "Eager vs compiled, per call", "ok" if comp < eager else "problem")
     ratio = eager / comp if comp > 0 else float("inf")
@@ -1043,7 +1043,12 @@ def _steady_finding(d: dict, dev: str) -> Finding:
         for name, wall_s, gpu_s, launches in (("eager", eager, eg, d["eager_launches"]),
                                               ("compiled", comp, cg, d["compiled_launches"])):
             budget = LaunchBudget(launches, wall_s, gpu_s)
-            if launches:
+            if launches and name == "compiled" and mode == "reduce-overhead":
+                # the profiler counts the kernels a CUDA graph replay runs; the CPU launched one graph
+                f.add(f"{name}: {launches:.0f} kernels run per call (inside CUDA graph replays: the CPU launches "
+                      f"each replay as one graph, not {launches:.0f} kernels), the GPU busy "
+                      f"{budget.gpu_busy:.0%} of the wall time", "launch_bound")
+            elif launches:
                 f.add(f"{name}: {launches:.0f} kernel launches per call, the GPU busy {budget.gpu_busy:.0%} of "
                       f"the wall time: {budget.bound}", "launch_bound")
     elif comp >= eager:
@@ -1051,6 +1056,14 @@ def _steady_finding(d: dict, dev: str) -> Finding:
               "around the graph) can outweigh what fusion saves; on a CPU the generated code's math can also "
               "be slower than eager's library", "steady_time")
     return f
+
+
+def _compiled_launch_bound(d: dict, dev: str) -> float | None:
+    """The compiled call's GPU busy fraction when it is launch-bound (section 6's LaunchBudget), else None."""
+    if dev != "cuda" or not d.get("compiled_launches") or not d.get("compiled_s") or not d.get("compiled_gpu_s"):
+        return None
+    budget = LaunchBudget(d["compiled_launches"], d["compiled_s"], d["compiled_gpu_s"])
+    return budget.gpu_busy if budget.bound.startswith("launch-bound") else None
 
 
 def _cudagraphs_finding(d: dict, s: dict, dev: str) -> Finding:
@@ -1066,6 +1079,16 @@ def _cudagraphs_finding(d: dict, s: dict, dev: str) -> Finding:
         if dev != "cuda":
             return f
     if sk is None:
+        bound = _compiled_launch_bound(d, dev)
+        if bound is not None and s["backend"] == "inductor":
+            # a launch-bound compiled call: reduce-overhead is issue 28's cure (advised; not tried without a GPU)
+            f.status = "note"
+            f.add(f"the compiled call is launch-bound (section 6: the GPU busy {bound:.0%} of the wall time, "
+                  "waiting for the CPU to launch kernels): try torch.compile(model, mode=\"reduce-overhead\") "
+                  "(the triage: --mode reduce-overhead), which records each graph's kernels once into a CUDA "
+                  "graph and replays them with one launch per call; inputs must keep their shapes, and a call "
+                  "whose outputs require grad needs its backward before the next call", "cudagraphs")
+            return f
         f.add('not asked for: on a GPU, --mode reduce-overhead records each graph\'s kernels once and replays '
               'them with one launch; the triage then lists every graph it had to skip, and why', "cudagraphs")
         return f
@@ -1095,14 +1118,17 @@ def _autograd_cudagraphs(f: Finding, g: dict, dev: str, d: dict | None = None) -
           f"{g['outputs_requiring_grad']} of {g['outputs']} output tensors require grad) and nothing calls "
           "backward. torch.compile then builds a training graph, and cudagraph trees "
           "(torch/_inductor/cudagraph_trees.py) mark each forward as waiting for its backward "
-          "(running_forwards_with_pending_backwards). While that backward is pending and the previous call's "
-          "output is still alive (a loop `out = model(x)` keeps it until the next call returns), "
-          "can_start_new_generation() is False: the new call cannot go back to the recorded graph. If the manager "
-          "is warming up, try_end_curr_warmup() cannot end the warm-up and the call runs run_eager() again (in the "
-          "CUDA graph memory pool); otherwise it records a new CUDA graph as a child of the last one. Either way "
-          "it does not replay, and torch warns once that it is \"Unable to hit fast path of CUDAGraphs\" "
-          "(CUDAGraphTreeManager._run, torch/_inductor/cudagraph_trees.py). No graph is counted as skipped. The "
-          "triage's own timing drops each output, so its calls can replay; the reader's loop may not",
+          "(running_forwards_with_pending_backwards). While a forward's backward is pending, "
+          "can_start_new_generation() is False (whatever the outputs), so a new call cannot start a new "
+          "generation; it can still end the previous node when all_outputs_are_dead() (the previous call's "
+          "outputs freed), but a loop `out = model(x)` keeps the previous output alive until the next call "
+          "returns. Then, if the manager is warming up, try_end_curr_warmup() cannot end the warm-up and the call "
+          "runs run_eager() again (in the CUDA graph memory pool); otherwise it records a new CUDA graph as a "
+          "child of the last one. Either way it does not replay, and once the same function repeats on one "
+          "path torch warns \"Unable to hit fast path of CUDAGraphs\" "
+          "(CUDAGraphTreeManager.check_warn_on_unable_to_start_executing, torch/_inductor/cudagraph_trees.py; "
+          "the message's wording differs between 2.11 and 2.13). No graph is counted as skipped. The triage's "
+          "own timing drops each output, so its calls can replay; the reader's loop may not",
           "cudagraphs")
     kept = (d or {}).get("kept_output_loop") or {}
     if "record" in kept:

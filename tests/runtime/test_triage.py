@@ -438,3 +438,24 @@ def test_fusion_on_a_gpu_is_told_from_the_measured_launches_not_the_operator_cou
     d.pop("eager_launches"), d.pop("compiled_launches")  # a CPU run: no measured launches
     text = " ".join(ln.text for ln in _kernels_finding(d, {"backend": "inductor", "mode": None}).lines)
     assert "fusion saved" not in text and "31 fewer calls per call than eager's operators" in text
+
+
+def test_reduce_overhead_words_kernels_run_in_replays_and_is_advised_for_a_launch_bound_gpu_model():
+    # review findings 8 and 9 (ResNet-18 on the H200, torch 2.11: 120 -> 66 launches, compiled GPU busy 58%)
+    from helpers.runtime.triage import _cudagraphs_finding, _steady_finding
+
+    d = {"eager_s": 2.0e-3, "compiled_s": 1.2e-3, "clock": "wall time per call", "phases": [],
+         "eager_gpu_s": 1.42e-3, "compiled_gpu_s": 0.7e-3, "eager_launches": 120.0, "compiled_launches": 66.0,
+         "grad": {"grad_enabled": False, "outputs_requiring_grad": 0}}
+    f = _cudagraphs_finding(d, {"mode": None, "backend": "inductor"}, "cuda")
+    assert f.status == "note" and 'mode="reduce-overhead"' in f.lines[0].text and "launch-bound" in f.lines[0].text
+    # GPU-bound, or on a CPU: nothing advised
+    assert "not asked for" in _cudagraphs_finding(d, {"mode": None, "backend": "inductor"}, "cpu").lines[0].text
+    d["compiled_gpu_s"] = 1.1e-3
+    assert "not asked for" in _cudagraphs_finding(d, {"mode": None, "backend": "inductor"}, "cuda").lines[0].text
+    # under reduce-overhead, section 6 counts the kernels a replay runs, not launches
+    text = " ".join(ln.text for ln in _steady_finding(d, "cuda", "reduce-overhead").lines)
+    assert "compiled: 66 kernels run per call (inside CUDA graph replays" in text
+    assert "compiled: 66 kernel launches" not in text and "eager: 120 kernel launches per call" in text
+    text = " ".join(ln.text for ln in _steady_finding(d, "cuda", None).lines)
+    assert "compiled: 66 kernel launches per call" in text
