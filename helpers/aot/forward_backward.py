@@ -487,3 +487,32 @@ def subclass_desugaring(n: int = 4) -> dict:
             "forward_input_types": sorted({type(n.meta["val"]).__name__ for n in cap.forward.graph.nodes
                                            if n.op == "placeholder"}),
             "result_type": type(cap.result).__name__, "grad_type": type(x.grad).__name__}
+
+
+def second_order_grads(fn, x, w, *, backend: str = "aot_eager") -> dict:
+    """A second-order gradient through a compiled region, beside eager's (ch12): for ``fn(x, w) + (w ** 3).sum()``
+    take ``torch.autograd.grad(..., w, create_graph=True)``, then ``backward()`` of that gradient's sum, and
+    return ``w.grad`` (or None) and the first line of the error raised (or ``"none"``) for ``"eager"``,
+    ``"compiled"`` (``fn`` compiled afresh with ``backend``, compile caches off) and ``"cube alone"`` (the
+    ``(w ** 3)`` term without ``fn``: what is left if the region contributes nothing)."""
+    import torch
+
+    config = private("torch._inductor.config")
+
+    def run(region):
+        w_ = w.detach().clone().requires_grad_(True)
+        out = (region(x, w_) if region is not None else 0) + (w_ ** 3).sum()
+        (g,) = torch.autograd.grad(out, w_, create_graph=True)
+        try:
+            g.sum().backward()
+        except RuntimeError as err:
+            return None, (str(err).strip().splitlines() or [""])[0]
+        return w_.grad.detach(), "none"
+
+    from .functionalization import _quiet_pgo
+
+    out = {"eager": run(fn), "cube alone": run(None)}
+    with config.patch(force_disable_caches=True), _quiet_pgo():
+        clear_compile_state()
+        out["compiled"] = run(torch.compile(fn, backend=backend))
+    return out
