@@ -334,9 +334,12 @@ def live_bytes(gm, alive_inputs: bool = False, saved: list | None = None) -> tup
     (peak, live bytes after each op). A model of eager execution, not of Inductor's fused kernels (ch15).
 
     ``saved`` (a backward graph's ``Partition.saved``): the saved tensors that hold new storage are counted
-    alive from the start and freed after their last use in ``gm`` (a view of one keeps it alive), as
-    AOTAutograd's compiled backward frees them: ``CompiledFunction._backward_impl`` calls
-    ``ctx.maybe_clear_saved_tensors()`` and the boxed backward drops each saved input after its last use."""
+    alive from the start and freed after their last use in ``gm`` (a view of one keeps it alive), as an
+    Inductor-compiled backward frees them: ``CompiledFunction._backward_impl`` calls
+    ``ctx.maybe_clear_saved_tensors()`` and Inductor's generated backward empties its argument list
+    (``args.clear()``). A backward compiled with ``make_boxed_func`` (aot_eager, ``partition``) never empties
+    it, so there every saved tensor stays alive to the end: add ``Partition.saved_bytes`` to the peak without
+    ``saved`` to count that (ch15)."""
     from torch.multiprocessing.reductions import StorageWeakRef
 
     import torch
