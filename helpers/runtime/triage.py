@@ -988,6 +988,12 @@ def _compile_time_finding(d: dict, s: dict, dev: str = "cpu") -> Finding:
         st = {(f"the backend {s['backend']!r}" if k.startswith("Inductor") else k): v for k, v in st.items()}
     if st:
         f.add("where it went: " + "; ".join(f"{k} {_s(v)}" for k, v in st.items()), "compile_time")
+    if s["backend"] == "inductor" and dev == "cuda" and st.get("kernel compiler (C++ or Triton)"):
+        f.add("the kernel compiler's part is what Inductor's async_compile timers cover: with parallel compile "
+              "workers (compile_threads > 1) only async_compile.wait, the main process waiting for the workers' "
+              "Triton kernels after the wrapper is written (the workers' own compiling overlaps Inductor's work "
+              "and is not in it); with one thread, async_compile.precompile, each kernel compiled in the process",
+              "inductor_time")
     once = d.get("one_time_s") or {}
     probe, header = once.get("isa_probe", 0.0), once.get("header", 0.0)
     if s["backend"] == "inductor" and dev == "cpu":

@@ -459,3 +459,15 @@ def test_reduce_overhead_words_kernels_run_in_replays_and_is_advised_for_a_launc
     assert "compiled: 66 kernel launches" not in text and "eager: 120 kernel launches per call" in text
     text = " ".join(ln.text for ln in _steady_finding(d, "cuda", None).lines)
     assert "compiled: 66 kernel launches per call" in text
+
+
+def test_the_gpu_kernel_compiler_time_says_what_its_timer_covers():
+    # review finding 11: "kernel compiler 17.9 ms" for 11 Triton kernels is the wait on parallel workers
+    from helpers.runtime.triage import _compile_time_finding
+
+    d = {"first_call_s": 3.0, "compiled_wall_s": 1e-3, "fx_graph_cache": {"hit": 0, "miss": 1},
+         "stations_s": {"Inductor: lower, schedule, write code": 1.0, "kernel compiler (C++ or Triton)": 0.0179}}
+    text = " ".join(ln.text for ln in _compile_time_finding(d, {"backend": "inductor"}, "cuda").lines)
+    assert "only async_compile.wait" in text and "not in it" in text
+    assert "async_compile" not in " ".join(ln.text for ln in _compile_time_finding(
+        d, {"backend": "inductor"}, "cpu").lines)
