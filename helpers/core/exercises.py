@@ -162,18 +162,28 @@ def _canonical(p, top: bool = True) -> str:
 
 
 class Sealed:
-    """An expected value the student edition does not show: only its digest (``sealed``)."""
+    """An expected value the student edition does not show: only its digest (``sealed``). With the exercise's
+    name it also compares (``==``) by digest, for a course cell's assert that states the value."""
 
-    def __init__(self, seal: str):
-        self.seal = seal
+    def __init__(self, seal: str, name: str = ""):
+        self.seal, self.name = seal, name
+
+    def __eq__(self, other):
+        if isinstance(other, Sealed):
+            return self.seal == other.seal
+        return digest(self.name, other) == self.seal if self.name else NotImplemented
+
+    def __hash__(self):
+        return hash(self.seal)
 
     def __repr__(self):
         return "sealed(...)"
 
 
-def sealed(seal: str) -> Sealed:
-    """The student edition's stand-in for an expected value written in a check cell (see ``digest``)."""
-    return Sealed(seal)
+def sealed(seal: str, name: str = "") -> Sealed:
+    """The student edition's stand-in for an expected value written in a check cell (see ``digest``), or
+    stated in a course cell (``name``: the exercise, ``"exercise 6.1"``)."""
+    return Sealed(seal, name)
 
 
 def _same(got, want, tol: float, name: str = "") -> bool:

@@ -8,8 +8,10 @@ through names the answer cell defines) and one ``solution`` cell (tags ``hide-ce
 The student edition drops the solution cells, clears the outputs (every output by default: the book's
 outputs can answer an exercise that asks to predict them; ``keep_outputs`` keeps those outside the
 exercises), seals each expected value a check cell writes out (``seal_check``: the check compares a digest,
-the grader the value itself, read from the book's cell) and stamps the answer and check cells with their
-exercise (cell metadata ``course``) so that the grader can match them.
+the grader the value itself, read from the book's cell), seals or leaves out a course cell's literal that
+states the expected value of a prediction (``seal_stated``: a figure's ``expect=helpers.exact(5)``, a
+reference value, a printed literal, where 6.1 asks for that 5) and stamps the answer and check cells with
+their exercise (cell metadata ``course``) so that the grader can match them.
 """
 from __future__ import annotations
 
@@ -209,13 +211,158 @@ def seal_check(source: str, number: str) -> str:
     return (raw[:a] + seal.encode() + raw[b:]).decode("utf-8")
 
 
+def prediction_seals(nb: dict) -> dict[str, str]:
+    """Per exercise whose check takes the answer as the student writes it (``check("exercise 6.1", answer_1,
+    5)``: a prediction or a count, not code that the check runs), the seal of the expected value its check
+    cell writes out: ``digest`` of the literal in the book, or the ``sealed("sha256:…")`` of a student edition.
+    An exercise whose check runs the answer (``compiled_h_runs(answer_3)``) is left out: its expected value
+    in plain sight answers nothing (the student's code must produce it)."""
+    import ast
+
+    from ..core.exercises import digest
+
+    cells, out = nb["cells"], {}
+    for ex in exercises(nb):
+        if ex.check is None or ex.answer is None:
+            continue
+        try:
+            call = _check_call(ast.parse(strip_magics(_source(cells[ex.check]))), ex.number)
+        except SyntaxError:
+            continue
+        want = _want_node(call)
+        if want is None or len(call.args) < 2 or not isinstance(call.args[1], ast.Name) \
+                or call.args[1].id not in defined_names(_source(cells[ex.answer])):
+            continue
+        value = _literal(want)
+        if value is not NO_LITERAL:
+            out[ex.number] = digest(f"exercise {ex.number}", value)
+        elif (isinstance(want, ast.Call) and ast.unparse(want.func).endswith("exercises.sealed") and want.args
+              and isinstance(want.args[0], ast.Constant) and isinstance(want.args[0].value, str)):
+            out[ex.number] = want.args[0].value
+    return out
+
+
+def _literal(node):
+    """The value of a literal expression (``5``, ``-1``, ``(0, 0, 1)``, ``{"a"}``), or ``NO_LITERAL``."""
+    import ast
+
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return NO_LITERAL
+
+
+STATING = ("figure", "reference", "print", "display")  # calls whose literals state a result (``seal_stated``)
+
+
+def _stated_values(node):
+    """The literal values an expectation states: ``exact(5)``, ``exact(by_torch={"2.11": 2})``, ``band(cpu=(1,
+    2))``: the arguments of the calls in it, into tuples, lists and dict values, not into arithmetic or
+    indices (``exact(2 * trips[-1])`` states no literal)."""
+    import ast
+
+    if isinstance(node, ast.Call):
+        for a in [*node.args, *(k.value for k in node.keywords)]:
+            yield from _stated_values(a)
+        return
+    value = _literal(node)
+    if value is not NO_LITERAL:
+        yield value
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        for e in node.elts:
+            yield from _stated_values(e)
+    elif isinstance(node, ast.Dict):
+        for v in node.values:
+            yield from _stated_values(v)
+
+
+def _sealing(value, seals: dict[str, str]) -> tuple[str, str] | None:
+    """(exercise, seal) when ``value`` hashes to an exercise's seal; a bool never does (True hashes as 1, and
+    a yes/no is no count; a seal of a two-valued answer would hide nothing anyway)."""
+    from ..core.exercises import digest
+
+    if value is NO_LITERAL or isinstance(value, bool) or value is None:
+        return None
+    for number, seal in seals.items():
+        if digest(f"exercise {number}", value) == seal:
+            return number, seal
+    return None
+
+
+def seal_stated(source: str, seals: dict[str, str]) -> str:
+    """A course cell with the literals that state an exercise's expected value sealed or left out (issue 29).
+
+    ``seals``: ``prediction_seals`` of the chapter. A figure whose expectation states it (``expect=
+    helpers.exact(5)``) is recorded instead (``helpers.record()``: the hand-out does not check it); a
+    reference value (``helpers.reference("series_entries", 5, ...)``) becomes ``None``; a printed or displayed
+    literal, a bare one, or one an assert compares with ``==`` becomes the seal (``helpers.exercises.sealed(
+    seal, "exercise 6.1")``, equal by digest). Literals the code computes with (``x + 1``, ``range(6)``,
+    ``f(x, 5)``) stay: they are inputs, not answers.
+    """
+    import ast
+
+    if not seals:
+        return source
+    try:
+        tree = ast.parse(strip_magics(source))
+    except SyntaxError:
+        return source
+    spans = []  # (node, replacement)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            fn = ast.unparse(node.func).rsplit(".", 1)[-1]
+            if fn == "figure":
+                expect = next((k.value for k in node.keywords if k.arg == "expect"), None)
+                if expect is not None and any(_sealing(v, seals) for v in _stated_values(expect)):
+                    spans.append((expect, "helpers.record()"))
+            elif fn == "reference":
+                value = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords
+                                                                      if k.arg == "value"), None)
+                if value is not None and _sealing(_literal(value), seals):
+                    spans.append((value, "None"))
+            elif fn in ("print", "display"):
+                spans += [(a, _sealed_text(hit)) for a in node.args if (hit := _sealing(_literal(a), seals))]
+        elif isinstance(node, ast.Expr):
+            hit = _sealing(_literal(node.value), seals)
+            if hit:
+                spans.append((node.value, _sealed_text(hit)))
+        elif isinstance(node, ast.Assert):  # assert f(0) == 2: the seal compares by digest
+            for cmp in ast.walk(node.test):
+                if isinstance(cmp, ast.Compare) and all(isinstance(op, (ast.Eq, ast.NotEq)) for op in cmp.ops):
+                    spans += [(o, _sealed_text(hit)) for o in [cmp.left, *cmp.comparators]
+                              if (hit := _sealing(_literal(o), seals))]
+    return _replace(source, spans)
+
+
+def _sealed_text(hit: tuple[str, str]) -> str:
+    number, seal = hit
+    return f'helpers.exercises.sealed("{seal}", "exercise {number}")'
+
+
+def _replace(source: str, spans) -> str:
+    """``source`` with each node's text replaced (outermost first; ast offsets are in UTF-8 bytes)."""
+    raw = source.encode("utf-8")
+    starts = [0]
+    for ln in raw.splitlines(keepends=True):
+        starts.append(starts[-1] + len(ln))
+    cuts = sorted(((starts[n.lineno - 1] + n.col_offset, starts[n.end_lineno - 1] + n.end_col_offset, text)
+                   for n, text in spans), key=lambda c: (c[0], -c[1]))
+    out, at = [], 0
+    for a, b, text in cuts:
+        if a < at:  # inside one already replaced
+            continue
+        out += [raw[at:a], text.encode()]
+        at = b
+    return b"".join(out + [raw[at:]]).decode("utf-8")
+
+
 def student_edition(nb: dict, chapter: str, name: str, *, keep_outputs: bool = False) -> dict:
     """A copy of a chapter notebook without solution cells, ready to hand out.
 
     Every output goes (a blank copy to run from the top); with ``keep_outputs`` the book's outputs stay
     but for the exercises' own cells (they may answer a "predict" exercise: the instructor's choice). The
     answer and check cells are stamped with their exercise; a check cell's written-out expected value is
-    sealed (``seal_check``).
+    sealed (``seal_check``), and so is what a course cell states of a prediction's (``seal_stated``).
     """
     problems = convention_problems(nb, name)
     if problems:
@@ -232,6 +379,13 @@ def student_edition(nb: dict, chapter: str, name: str, *, keep_outputs: bool = F
         check = out["cells"][ex.check]
         check["source"] = seal_check(_source(check), ex.number)
     drop = {ex.solution for ex in found}
+    answers = {ex.answer for ex in found}
+    seals = prediction_seals(nb)
+    for j, cell in enumerate(out["cells"]):  # a course cell that states a prediction's expected value
+        if cell.get("cell_type") == "code" and j not in drop and j not in answers:
+            sealed = seal_stated(_source(cell), seals)
+            if sealed != _source(cell):
+                cell["source"] = sealed
     out["cells"] = [c for i, c in enumerate(out["cells"]) if i not in drop]
     if not keep_outputs:
         for cell in out["cells"]:

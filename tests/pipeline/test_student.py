@@ -6,7 +6,8 @@ import pytest
 from conftest import ROOT, make_notebook
 
 from helpers.pipeline.student import (NO_LITERAL, NOTEBOOK_META, book_chapters, convention_problems, defined_names,
-                                      exercises, expected_literal, role, seal_check, strip_magics, student_edition)
+                                      exercises, expected_literal, prediction_seals, role, seal_check, seal_stated,
+                                      strip_magics, student_edition)
 from helpers.pipeline.verify import _source, load_notebook
 
 BOOK = {p.stem[:4]: p for p in book_chapters()}
@@ -189,3 +190,96 @@ def test_exercise_1_1s_check_is_not_fooled_by_an_always_equal_prediction(capsys)
         namespace["matches_1"] = matches
         exec(_source(book["cells"][ex.check]), namespace)
         assert verdict in capsys.readouterr().out
+
+
+def test_the_ch06_hand_out_does_not_state_6_1s_answer_in_a_course_cell():
+    """Issue 29 (review, session 3): the default ch06 edition kept `helpers.figure("seq_entries", ...,
+    expect=helpers.exact(5))` and `helpers.reference("series_entries", 5, ...)`, the number that "predict"
+    exercise 6.1 asks for. The figure is recorded instead, the reference value left out; the chapter's
+    inputs stay."""
+    from helpers.core.exercises import digest
+
+    book, student = edition("ch06")
+    assert prediction_seals(book) == prediction_seals(student) == {"6.1": digest("exercise 6.1", 5)}
+    code = "\n".join(_source(c) for c in student["cells"] if c["cell_type"] == "code")
+    assert 'helpers.figure("seq_entries", seq_entry_count, "entries", expect=helpers.record())' in code
+    assert 'helpers.reference("series_entries", None, "entries"' in code
+    assert "helpers.exact(5)" not in code and '"series_entries", 5' not in code
+    assert "warm(x, 5)" in code  # an input the chapter computes with
+
+
+def test_seal_stated_seals_what_a_cell_states_and_keeps_its_inputs():
+    from helpers.core.exercises import digest
+
+    seals = {"9.1": digest("exercise 9.1", 2), "9.2": digest("exercise 9.2", (0, 1))}
+    src = ('y = f(x, 2) + 2\nhelpers.figure("a", y, "", expect=helpers.exact(by_torch={"2.11": 2, "2.13": 3}))\n'
+           'helpers.figure("b", y, "", expect=helpers.exact(2 * n[-1]))\nhelpers.figure("c", y, "", expect=helpers.exact(True))\n'
+           'helpers.reference("r", (0, 1), "", source="s", on="l40s")\nprint("two:", 2)\nif y:\n    2\n'
+           'assert g(0) == 2 and g(1) < 2\n')
+    sealed = seal_stated(src, seals)
+    two = f'helpers.exercises.sealed("{seals["9.1"]}", "exercise 9.1")'
+    assert sealed.splitlines() == [
+        "y = f(x, 2) + 2", 'helpers.figure("a", y, "", expect=helpers.record())',
+        'helpers.figure("b", y, "", expect=helpers.exact(2 * n[-1]))',  # computed: states no literal
+        'helpers.figure("c", y, "", expect=helpers.exact(True))',  # a bool is no count (True hashes as 1)
+        'helpers.reference("r", None, "", source="s", on="l40s")',
+        f'print("two:", {two})', "if y:", f"    {two}", f"assert g(0) == {two} and g(1) < 2"]
+    assert seal_stated(sealed, seals) == sealed and seal_stated(src, {}) == src
+    import helpers
+
+    namespace = {"helpers": helpers, "g": lambda v: 2 - v}
+    exec(sealed.splitlines()[-1], namespace)  # the sealed assert still holds: the seal compares by digest
+    assert eval(two, namespace) != 3 and eval(two, namespace) == 2.0
+
+
+STATING_CALLS = ("figure", "reference", "print", "display", "exact", "exact_by_python", "band", "record", "words")
+
+
+def stated_literals(source: str):
+    """Every literal (not a bool) that a cell states rather than computes with: an argument of a figure,
+    reference, print or display call or of an expectation (at any depth of tuples, lists, dicts and keyword
+    arguments), a literal in an assert, a cell's bare expression; a negative number as one literal. A literal
+    that is an index, an operand or another function's argument is an input. Written apart from
+    ``seal_stated`` (it also reads figure names and values, and asserts)."""
+    tree = ast.parse(strip_magics(source))
+    parent = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(parent.get(node), ast.UnaryOp):
+            continue
+        if not isinstance(node, (ast.Constant, ast.UnaryOp, ast.Tuple, ast.List, ast.Set, ast.Dict)):
+            continue
+        try:
+            value = ast.literal_eval(node)
+        except (ValueError, TypeError, SyntaxError):
+            continue
+        if isinstance(value, bool) or value is None:
+            continue
+        up = node
+        while up in parent:
+            up, below = parent[up], up
+            if isinstance(up, ast.Assert) or isinstance(up, ast.Expr) and up.value is node or (
+                    isinstance(up, ast.Call) and below is not up.func
+                    and ast.unparse(up.func).rsplit(".", 1)[-1] in STATING_CALLS):
+                yield value, ast.unparse(up)[:100]
+                break
+            if not isinstance(up, (ast.Tuple, ast.List, ast.Set, ast.Dict, ast.keyword, ast.UnaryOp, ast.Compare,
+                                   ast.BoolOp)):
+                break  # an index, an operand, another call's argument: an input
+
+
+@pytest.mark.parametrize("chapter", list(BOOK))
+def test_no_course_cell_of_a_student_edition_states_a_predictions_answer(chapter):
+    """Issue 29 (review, session 3): no literal that a student notebook's code cells state (a figure's
+    expectation, a reference value, a printed literal, an assert) hashes to the seal of an exercise whose
+    check takes the answer as written (a prediction or a count). Left out by design: an exercise whose
+    check runs the answer (6.3's `compiled_h_runs(answer_3)`: its 6 in plain sight answers nothing), a bool
+    (a yes/no: True hashes as 1), and literals the chapter computes with (`x + 1`, `f(x, 5)`)."""
+    from helpers.core.exercises import digest
+
+    book, student = edition(chapter)
+    seals = prediction_seals(book)
+    assert prediction_seals(student) == seals
+    stated = [(n, why) for c in student["cells"] if c["cell_type"] == "code"
+              for value, why in stated_literals(_source(c)) for n, seal in seals.items()
+              if digest(f"exercise {n}", value) == seal]
+    assert stated == []
