@@ -29,8 +29,8 @@ from pathlib import Path
 from ..core.env import REPO_ROOT, CourseError
 from ..core.exercises import RECORD_KEY, plain, same_plain
 from .audit import AUDIT_KEY
-from .student import (EXERCISE, META, NO_LITERAL, NOTEBOOK_META, ROLES, defined_names, exercises, expected_literal, role,
-                      seal_check, strip_magics, student_edition)
+from .student import (EXERCISE, META, NO_LITERAL, NOTEBOOK_META, ROLES, defined_names, exercises, expected_literal,
+                      prediction_seals, role, seal_check, seal_stated, strip_magics, student_edition)
 from .verify import _source, load_notebook
 
 PAPERMILL_BANNER = "papermill-error-cell-tag"
@@ -50,6 +50,9 @@ SUSPECT_ATTRS = ("__dict__", "__globals__", "__code__", "__builtins__", "__defau
 KERNEL_ATTRS = ("display_pub", "displayhook", "user_ns", "user_global_ns", "input_transformers_cleanup",
                 "input_transformers_post", "ast_transformers", "set_custom_exc", "run_cell", "kernel")
 KERNEL_NAMES = ("get_ipython", "__builtins__")
+# the interpreter's frames: from a traceback (or a generator) up to a caller's locals, e.g. the recording
+# backend of the check that called the student's function, no import needed
+FRAME_ATTRS = ("tb_frame", "f_back", "f_locals", "f_globals", "gi_frame", "cr_frame", "ag_frame")
 COURSE_ROOTS = ("helpers", "torch", "IPython", "builtins", "sys")  # modules an answer has no reason to change
 
 
@@ -187,6 +190,7 @@ def loose_cells(submission: dict, course: dict) -> list[tuple[str | None, int, d
     text it follows, its index, the cell). An exercise's region starts at its heading or stamped cell and
     ends at the course's next markdown cell."""
     course_code = {_source(c).strip() for c in course["cells"] if c.get("cell_type") == "code"}
+    seals = prediction_seals(course)
     course_md = {_source(c).strip() for c in course["cells"] if c.get("cell_type") == "markdown"}
     out, current = [], None
     for i, cell in enumerate(submission["cells"]):
@@ -202,7 +206,8 @@ def loose_cells(submission: dict, course: dict) -> list[tuple[str | None, int, d
         if meta.get("exercise"):
             current = meta["exercise"]
         if (cell.get("cell_type") != "code" or meta.get("role") in ("answer", "check") or role(cell) in ROLES
-                or not src.strip() or src.strip() in course_code or "exercises.check(" in src):
+                or not src.strip() or src.strip() in course_code or "exercises.check(" in src
+                or seal_stated(src, seals).strip() in course_code):  # (an earlier hand-out's course cell)
             continue
         out.append((current, i, cell))
     return out
@@ -260,7 +265,8 @@ def touches(answer: str, course_names: set[str], allowed: set[str]) -> list[str]
     anything but ``self``, write through vars()/globals()/__dict__ (of a module, or of an alias of one:
     ``m = helpers.core.exercises; setattr(m, ...)``), import the machinery (sys, gc, inspect, hashlib,
     helpers.core...), call exec/eval/setattr (or an alias of one), reach the kernel (``get_ipython()``, its
-    ``events.register``, ``display_pub``), define ``__eq__``; empty for an ordinary answer."""
+    ``events.register``, ``display_pub``), walk the interpreter's frames (``e.__traceback__.tb_frame.f_back``,
+    ``f_locals``: no import needed), define ``__eq__``; empty for an ordinary answer."""
     try:
         tree = ast.parse(strip_magics(answer))
     except SyntaxError:
@@ -270,6 +276,7 @@ def touches(answer: str, course_names: set[str], allowed: set[str]) -> list[str]
     out = [f"rebinds {n}" for n in sorted((defined_names(answer) & course_names) - allowed - same)]
     aliases = _aliases(tree)
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    frames = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
             root = node
@@ -304,6 +311,9 @@ def touches(answer: str, course_names: set[str], allowed: set[str]) -> list[str]
             out.append(f"reaches {ast.unparse(node)[:80]} (the kernel's machinery)")
         elif isinstance(node, ast.Attribute) and node.attr in SUSPECT_ATTRS:
             out.append(f"reaches {ast.unparse(node)[:80]}")
+        elif (isinstance(node, ast.Attribute) and node.attr in FRAME_ATTRS) or (
+                isinstance(node, ast.Constant) and node.value in FRAME_ATTRS):  # also getattr(tb, "tb_frame")
+            frames.append((node.end_lineno, node.end_col_offset, node.attr if isinstance(node, ast.Attribute) else node.value))
         elif isinstance(node, ast.Global):
             out.append("declares global " + ", ".join(node.names))
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -318,6 +328,9 @@ def touches(answer: str, course_names: set[str], allowed: set[str]) -> list[str]
                 or (isinstance(b, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__class__" for t in b.targets))
                 for b in node.body):
             out.append(f"fakes __class__ in class {node.name} (an answer that passes for another type?)")
+    if frames:
+        out.append(f"walks the interpreter's frames ({', '.join(dict.fromkeys(a for *_, a in sorted(frames)))}: "
+                   "code that reaches the locals of whatever called it, a check's recording backend included)")
     return list(dict.fromkeys(out))
 
 
@@ -405,6 +418,7 @@ def graded_notebook(course: dict, submission: dict, *, exercise_timeout: float =
             course_names |= defined_names(_source(cell))
             chapter_values |= _assigned(_source(cell))
     found = exercises(nb)
+    seals = prediction_seals(nb)
     answer_names = {ex.number: defined_names(_source(nb["cells"][ex.answer])) for ex in found}
     where = {id(c): i for i, c in enumerate(submission["cells"])}
     inserts: dict[int, list[dict]] = {}
@@ -445,7 +459,8 @@ def graded_notebook(course: dict, submission: dict, *, exercise_timeout: float =
                 notes.append(f"{ex.number}: the answer is the chapter's own {', '.join(copied)}, a value the notebook "
                              "computed (copied rather than predicted or worked out? read it)")
             answer["source"] = src
-        if any(seal_check(_source(c), ex.number).strip() != _source(check).strip() for c in checks.get(ex.number, [])):
+        if any(seal_stated(seal_check(_source(c), ex.number), seals).strip() != _source(check).strip()
+               for c in checks.get(ex.number, [])):
             notes.append(f"{ex.number}: check cell edited (the course's check was used)")
         inserts.setdefault(ex.answer, []).append(_grader_cell(ex.number, "begin", _audit_call("begin", ex.number, exercise_timeout)))
         inserts.setdefault(ex.answer + 1, []).append(_grader_cell(ex.number, "between", _audit_call("between", ex.number)))
@@ -477,6 +492,18 @@ def _error(cell) -> str | None:
         if out.get("output_type") == "error":
             return f"{out.get('ename')}: {str(out.get('evalue', '')).splitlines()[0][:100] if out.get('evalue') else ''}"
     return None
+
+
+def plain_error(error: str) -> str:
+    """What the course's check raised, in words for the table: a TypeError (an answer of another kind than
+    the exercise asks for: a number where it wants a function) says so first; the course's internal names
+    (``__main__.make_f.<locals>.f``) are cut to the name the chapter shows (``f``)."""
+    ename, _, message = error.partition(": ")
+    message = re.sub(r"\b(?:[A-Za-z_]\w*\.)*<locals>\.", "", message)
+    message = re.sub(r"\b__main__\.", "", message)
+    if ename == "TypeError":
+        return f"{ename}: the answer is not of the kind the exercise asks for ({message})"
+    return f"{ename}: {message}" if message else ename
 
 
 def _status(cell) -> str | None:
@@ -527,7 +554,7 @@ def results_of(executed: dict, expected: dict | None = None) -> tuple[dict[str, 
             detail = (record.get("answer") or "") if result == "not quite" else ""
             results[n] = (result, (f"answer cell raised {raised}; " if raised else "") + detail)
         elif raised or check_raised:
-            results[n] = ("error", f"answer cell raised {raised}" if raised else f"check raised {check_raised}")
+            results[n] = ("error", f"answer cell raised {raised}" if raised else f"check raised {plain_error(check_raised)}")
         elif _ran(check):
             results[n] = ("error", "the check wrote no result")
             notes.append(f"{n}: the course's check ran but wrote no result (was helpers.exercises changed? read the answer cell)")

@@ -15,6 +15,8 @@ failures, one per exercise, so that the class runs ch05 few times.
 - abe/gina_ch06.ipynb (a subfolder, a ch06 name on a ch05 notebook) writes each answer in a new cell under
   the untouched answer cell; its 5.1 kills the kernel (os._exit) and its 5.2 loops forever.
 - kim is ada's notebook cut short (corrupted).
+- planted/sly_walks_frames_ch06.ipynb (outside the graded class: its notes are read, it is never run)
+  answers 6.3 by walking from a traceback's tb_frame up (f_back, f_locals) to the check's recorder.
 - ada/ch05_variable_trackers.ipynb is ada.ipynb byte for byte (a second "ada", in a subfolder); pat hands
   in ada's answers in a file of its own (the same answer cells, other bytes).
 """
@@ -31,6 +33,7 @@ from helpers.pipeline.student import exercises, student_edition  # noqa: E402
 from helpers.pipeline.verify import load_notebook  # noqa: E402
 
 CH05 = HERE.parent.parent / "chapters" / "ch05_variable_trackers.ipynb"
+CH06 = HERE.parent.parent / "chapters" / "ch06_guards.ipynb"
 RIGHT = {
     "5.1": "answer_1 = 3  # EQUALS_MATCH on n, m and items[0]",
     "5.2": 'def compile_f(backend):\n    """Compile f with `backend` (the check passes a GraphRecorder)."""\n'
@@ -97,6 +100,21 @@ def call_with(compiled, n):
     return f(x, n, [1, 2])          # the result, computed eagerly
 
 answer_2 = (compile_f, call_with)'''
+SLY_6_3 = '''def call_h(compiled, n):
+    try:
+        raise ValueError
+    except ValueError as e:
+        fr = e.__traceback__.tb_frame.f_back
+    while fr is not None and "recorder" not in fr.f_locals:
+        fr = fr.f_back
+    rec = fr.f_locals["recorder"]
+    before = len(rec.outputs)
+    out = compiled(x, n)
+    if len(rec.outputs) == before:
+        rec.outputs.append([out.detach().clone()])
+    return out
+
+answer_3 = call_h'''
 NELL = {"5.1": "import os\nos._exit(1)\nanswer_1 = 3", "5.2": "answer_2 = None\nwhile True:\n    pass", "5.3": RIGHT["5.3"]}
 
 
@@ -144,6 +162,13 @@ def main():
     pat = copy.deepcopy(load_notebook(out / "ada.ipynb"))
     pat["cells"].append({"cell_type": "markdown", "id": "pat-note", "metadata": {}, "source": "My answers. — Pat"})
     save(pat, out / "pat_same_answers.ipynb")
+    # read by the grader's notes only, never run (a ch06 run would cost the suite a minute): the reviewer's
+    # 6.3 cheat, a frame walk from a traceback up to the check's recorder (3/3 and no note before session 3)
+    sly = student_edition(load_notebook(CH06), "ch06", CH06.name)
+    for ex in exercises(sly):
+        sly["cells"][ex.answer]["source"] = {"6.1": "answer_1 = 5", "6.2": "answer_2 = (x.double(), 3)",
+                                             "6.3": SLY_6_3}[ex.number]
+    save(sly, HERE / "planted" / "sly_walks_frames_ch06.ipynb")
 
 
 if __name__ == "__main__":

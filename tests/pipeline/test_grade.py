@@ -21,8 +21,8 @@ import pytest
 from conftest import ROOT
 
 from helpers.pipeline.grade import (Graded, _halted_exercise, _judge, chapter_note, chapter_of, copied_from_chapter,
-                                    graded_notebook, note_duplicates, read_submission, rebinds, results_of,
-                                    submissions, touches)
+                                    graded_notebook, loose_cells, note_duplicates, read_submission, rebinds,
+                                    results_of, submissions, touches)
 from helpers.pipeline.student import exercises, student_edition
 from helpers.pipeline.verify import _source, load_notebook
 
@@ -366,3 +366,49 @@ def test_duplicates_are_noted_but_short_equal_answers_are_not():
                        "the same answers, character for character, as c (c.ipynb) (copied? read both)"]
     assert c.notes == ["the same answers, character for character, as a (a.ipynb), a (b/a.ipynb) (copied? read both)"]
     assert blank.notes == blank2.notes == []
+
+
+PLANTED = Path(__file__).parent / "planted"
+
+
+def test_an_answer_that_walks_the_interpreters_frames_gets_a_note():
+    """Issue 29 (review, session 3): sly's 6.3 reaches the check's recorder without an import, from a
+    traceback's tb_frame up (f_back, f_locals), and appends to its outputs: 3/3 and no note in the review's
+    run. The planted file is read here, not run (a ch06 run would cost the suite a minute): the note is
+    the answer text's."""
+    ch06 = student_edition(load_notebook(CH06), "ch06", CH06.name)
+    _, said = graded_notebook(ch06, load_notebook(PLANTED / "sly_walks_frames_ch06.ipynb"))
+    assert said == ["6.3: the answer cell walks the interpreter's frames (tb_frame, f_back, f_locals: code that reaches "
+                    "the locals of whatever called it, a check's recording backend included) (read it)"]
+    names = {"helpers", "torch"}
+    assert touches("def g():\n    yield 1\nanswer_1 = getattr(g().gi_frame, 'f_globals')", names, {"answer_1", "g"}) == [
+        "walks the interpreter's frames (gi_frame, f_globals: code that reaches the locals of whatever called it, a "
+        "check's recording backend included)"]
+    assert touches("async def c():\n    pass\nanswer_1 = c().cr_frame", names, {"answer_1", "c"})[0].startswith(
+        "walks the interpreter's frames (cr_frame")
+    assert touches("frames = [1]\nanswer_1 = frames[0]", names, {"answer_1"}) == []
+
+
+def test_a_check_that_raised_on_an_answer_of_another_kind_says_so_plainly():
+    """Issue 29 (review, session 3): 6.2 answered with an object where a tuple is asked showed "check raised
+    TypeError: __main__.make_f.<locals>.f() argument after * must be ...": the course's internal names."""
+    nb = course()
+    ex = {e.number: e for e in exercises(nb)}
+    nb["cells"][ex["5.1"].check]["outputs"] = [{"output_type": "error", "ename": "TypeError", "traceback": [],
+                                                "evalue": "__main__.make_f.<locals>.f() argument after * must be an "
+                                                          "iterable, not Yes"}]
+    assert results_of(nb)[0]["5.1"] == ("error", "check raised TypeError: the answer is not of the kind the exercise "
+                                                 "asks for (f() argument after * must be an iterable, not Yes)")
+
+
+def test_a_course_cell_of_an_earlier_hand_out_is_not_the_students():
+    """A copy handed out before the course cells were sealed (issue 29, session 3) keeps `expect=
+    helpers.exact(5)` in ch06's cache-entry cell: still the course's cell, not an answer of the student's."""
+    ch06 = student_edition(load_notebook(CH06), "ch06", CH06.name)
+    book = load_notebook(CH06)
+    old = copy.deepcopy(ch06)
+    for cell, was in zip((c for c in old["cells"] if c["cell_type"] == "code"),
+                         (c for c in book["cells"] if c["cell_type"] == "code")):
+        if "seq_entries" in _source(was):
+            cell["source"] = _source(was)
+    assert "helpers.exact(5)" in str(old) and loose_cells(old, ch06) == []
