@@ -460,6 +460,11 @@ def _add_fixes(report: Report, model, example: Call, variants: list[Call], dev: 
 
     rows = try_fixes(report, model, example, variants, dev)
     report.data["fixes"] = rows
+    report.findings.append(_fixes_finding(rows, report.data.get("random_modules")))
+
+
+def _fixes_finding(rows: list[dict], random: list | None) -> Finding:
+    """Section 9 from the trials' rows (``--try-fixes``)."""
     f = Finding("fixes", "The cures, tried (--try-fixes)", "note" if rows else "not checked")
     if not rows:
         f.add("no finding here has a mechanical cure the triage can apply (a shape recompile, a logging graph "
@@ -475,13 +480,15 @@ def _add_fixes(report: Report, model, example: Call, variants: list[Call], dev: 
               f"breaks {b['breaks']} → {x['breaks']}, compiling calls {_s(b['compile_s'])}{_cache_note(b)} → "
               f"{_s(x['compile_s'])}{_cache_note(x)} of "
               f"wall time, steady compiled call {_s(b['steady_s'])} → {_s(x['steady_s'])}; outputs "
-              + _fixed_outputs(x, b, report.data.get("random_modules")), chapter)
+              + _fixed_outputs(x, b, random), chapter)
     if rows:
         f.add("both runs compiled afresh after the triage's own compile, the same calls in the same order; "
               "Inductor's FX graph cache may serve either (a hit skips code generation and the kernel compiler), "
               "so the counts are the proof, and the seconds compare only between runs with the same cache hits "
-              "and misses", "compile_time")
-    report.findings.append(f)
+              "and misses"
+              + ("" if all("fx_graph_cache" in r[k] for r in rows for k in ("baseline", "fixed")) else
+                 " (this run did not record the trials' cache hits and misses)"), "compile_time")
+    return f
 
 
 def _cache_note(run: dict) -> str:
@@ -989,11 +996,7 @@ def _compile_time_finding(d: dict, s: dict, dev: str = "cpu") -> Finding:
     if st:
         f.add("where it went: " + "; ".join(f"{k} {_s(v)}" for k, v in st.items()), "compile_time")
     if s["backend"] == "inductor" and dev == "cuda" and st.get("kernel compiler (C++ or Triton)"):
-        f.add("the kernel compiler's part is what Inductor's async_compile timers cover: with parallel compile "
-              "workers (compile_threads > 1) only async_compile.wait, the main process waiting for the workers' "
-              "Triton kernels after the wrapper is written (the workers' own compiling overlaps Inductor's work "
-              "and is not in it); with one thread, async_compile.precompile, each kernel compiled in the process",
-              "inductor_time")
+        f.add(KERNEL_COMPILER_NOTE, "inductor_time")
     once = d.get("one_time_s") or {}
     probe, header = once.get("isa_probe", 0.0), once.get("header", 0.0)
     if s["backend"] == "inductor" and dev == "cpu":
@@ -1051,9 +1054,7 @@ def _steady_finding(d: dict, dev: str, mode: str | None = None) -> Finding:
             budget = LaunchBudget(launches, wall_s, gpu_s)
             if launches and name == "compiled" and mode == "reduce-overhead":
                 # the profiler counts the kernels a CUDA graph replay runs; the CPU launched one graph
-                f.add(f"{name}: {launches:.0f} kernels run per call (inside CUDA graph replays: the CPU launches "
-                      f"each replay as one graph, not {launches:.0f} kernels), the GPU busy "
-                      f"{budget.gpu_busy:.0%} of the wall time", "launch_bound")
+                f.add(replay_kernels_line(launches, budget.gpu_busy), "launch_bound")
             elif launches:
                 f.add(f"{name}: {launches:.0f} kernel launches per call, the GPU busy {budget.gpu_busy:.0%} of "
                       f"the wall time: {budget.bound}", "launch_bound")
@@ -1089,11 +1090,7 @@ def _cudagraphs_finding(d: dict, s: dict, dev: str) -> Finding:
         if bound is not None and s["backend"] == "inductor":
             # a launch-bound compiled call: reduce-overhead is issue 28's cure (advised; not tried without a GPU)
             f.status = "note"
-            f.add(f"the compiled call is launch-bound (section 6: the GPU busy {bound:.0%} of the wall time, "
-                  "waiting for the CPU to launch kernels): try torch.compile(model, mode=\"reduce-overhead\") "
-                  "(the triage: --mode reduce-overhead), which records each graph's kernels once into a CUDA "
-                  "graph and replays them with one launch per call; inputs must keep their shapes, and a call "
-                  "whose outputs require grad needs its backward before the next call", "cudagraphs")
+            f.add(reduce_overhead_advice(bound), "cudagraphs")
             return f
         f.add('not asked for: on a GPU, --mode reduce-overhead records each graph\'s kernels once and replays '
               'them with one launch; the triage then lists every graph it had to skip, and why', "cudagraphs")
@@ -1152,6 +1149,50 @@ def _autograd_cudagraphs(f: Finding, g: dict, dev: str, d: dict | None = None) -
           "torch.compiler.cudagraph_mark_step_begin() before each step)", "cudagraphs")
 
 
+def fusion_line(n_ops: int, launches: int, n_library: int, measured: tuple, ro: bool = False) -> str:
+    """Section 8's line on what fusion removed: from section 6's measured launches on a GPU (``measured`` =
+    (eager, compiled) kernels per call), else from the operator count, which is not a launch count."""
+    calls = launches + n_library
+    if all(measured):
+        # on a GPU the launches are measured: an ATen operator is not one launch (a view launches none, a
+        # library call or a reduction may launch several), so the operator count is not a launch count
+        el, cl = measured
+        return (f"{n_ops} eager operator(s) became {launches} generated kernel(s) and {n_library} library "
+                f"call(s) in the wrapper; measured on the GPU (section 6), eager ran {el:.0f} kernels per call and "
+                f"compiled {cl:.0f}, {el - cl:.0f} fewer"
+                + (" (under reduce-overhead the compiled kernels run inside CUDA graph replays)" if ro else "")
+                + ": an ATen operator is not one launch (a view launches none, a library call may launch "
+                  "several), so the measured counts, not the operator count, are what fusion removed")
+    return (f"{n_ops} eager operator(s) became {launches} generated kernel(s) and {n_library} library call(s): "
+            + (f"{n_ops - calls} fewer calls per call than eager's operators (a library call such as a matrix "
+               "product stays a call of its own; an ATen operator is not one kernel launch, so on a GPU "
+               "section 6's measured launches are the count to trust)" if calls < n_ops else
+               "nothing fused, one kernel per operator (a graph break, a library call or a fusion wall keeps "
+               "operations apart)"))
+
+
+def replay_kernels_line(launches: float, busy: float) -> str:
+    """Section 6's compiled line under reduce-overhead: the profiler counts the kernels a replay runs."""
+    return (f"compiled: {launches:.0f} kernels run per call (inside CUDA graph replays: the CPU launches each "
+            f"replay as one graph, not {launches:.0f} kernels), the GPU busy {busy:.0%} of the wall time")
+
+
+def reduce_overhead_advice(busy: float) -> str:
+    """Section 7's advice for a launch-bound compiled call on a GPU (issue 28's cure)."""
+    return (f"the compiled call is launch-bound (section 6: the GPU busy {busy:.0%} of the wall time, waiting for "
+            "the CPU to launch kernels): try torch.compile(model, mode=\"reduce-overhead\") (the triage: --mode "
+            "reduce-overhead), which records each graph's kernels once into a CUDA graph and replays them with one "
+            "launch per call; inputs must keep their shapes, and a call whose outputs require grad needs its "
+            "backward before the next call")
+
+
+KERNEL_COMPILER_NOTE = (
+    "the kernel compiler's part is what Inductor's async_compile timers cover: with parallel compile workers "
+    "(compile_threads > 1) only async_compile.wait, the main process waiting for the workers' Triton kernels after "
+    "the wrapper is written (the workers' own compiling overlaps Inductor's work and is not in it); with one "
+    "thread, async_compile.precompile, each kernel compiled in the process")
+
+
 def _kernels_finding(d: dict, s: dict) -> Finding:
     f = Finding("kernels", "Generated kernels", "note")
     ops = d.get("eager_ops")
@@ -1176,35 +1217,25 @@ def _kernels_finding(d: dict, s: dict) -> Finding:
           + (f" ({', '.join(dict.fromkeys(library))})" if library else "")
           + (f", where {eager_line}" if eager_line else ""), "kernels")
     if n_ops is not None and launches:
-        calls = launches + len(library)
-        measured = d.get("eager_launches"), d.get("compiled_launches")  # section 6's profiler counts (GPU)
-        if all(measured):
-            # on a GPU the launches are measured: an ATen operator is not one launch (a view launches none, a
-            # library call or a reduction may launch several), so the operator count is not a launch count
-            el, cl = measured
-            ro = s.get("mode") == "reduce-overhead"
-            f.add(f"{n_ops} eager operator(s) became {launches} generated kernel(s) and {len(library)} library "
-                  f"call(s) in the wrapper; measured on the GPU (section 6), eager ran {el:.0f} kernels per call and "
-                  f"compiled {cl:.0f}, {el - cl:.0f} fewer"
-                  + (" (under reduce-overhead the compiled kernels run inside CUDA graph replays)" if ro else "")
-                  + ": an ATen operator is not one launch (a view launches none, a library call may launch "
-                    "several), so the measured counts, not the operator count, are what fusion removed", "fusion")
-        else:
-            f.add(f"{n_ops} eager operator(s) became {launches} generated kernel(s) and {len(library)} library "
-                  "call(s): "
-                  + (f"{n_ops - calls} fewer calls per call than eager's operators (a library call such as a matrix "
-                     "product stays a call of its own; an ATen operator is not one kernel launch, so on a GPU "
-                     "section 6's measured launches are the count to trust)" if calls < n_ops else
-                     "nothing fused, one kernel per operator (a graph break, a library call or a fusion wall keeps "
-                     "operations apart)"), "fusion")
+        f.add(fusion_line(n_ops, launches, len(library), (d.get("eager_launches"), d.get("compiled_launches")),
+                          s.get("mode") == "reduce-overhead"), "fusion")
     if kernels:
         f.add("kernels: " + ", ".join(kernels[:8]) + (f", ... ({len(kernels) - 8} more)" if len(kernels) > 8 else ""),
               "kernels")
-    by_phase = d.get("modules_by_phase") or {"the variants": d["modules_total"] - len(d["kernels_first"])}
-    more = [(n, where) for where, n in by_phase.items() if where != "the first call" and n > 0]
-    if more:
-        f.add("the recompiles generated " + " and ".join(
-            f"{n} more module(s) during {where}" for n, where in more), "recompiles")
+    by_phase = d.get("modules_by_phase")
+    if by_phase:
+        more = [(n, where) for where, n in by_phase.items() if where != "the first call" and n > 0]
+        if more:
+            f.add("the recompiles generated " + " and ".join(
+                f"{n} more module(s) during {where}" for n, where in more), "recompiles")
+    elif d["modules_total"] > len(d["kernels_first"]):  # a report written before the phases were recorded
+        n = d["modules_total"] - len(d["kernels_first"])
+        others = [p for p in d.get("phases", []) if p["name"] != "the first call" and not p["name"].startswith("variant")]
+        if others and not any(p["compiles"] for p in others):  # nothing compiled outside the variants
+            f.add(f"the recompiles generated {n} more module(s) during the variants", "recompiles")
+        else:
+            f.add(f"the recompiles after the first call (the steady timing's or the variants'; this run did not "
+                  f"record which) generated {n} more module(s)", "recompiles")
     return f
 
 

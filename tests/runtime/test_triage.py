@@ -471,3 +471,25 @@ def test_the_gpu_kernel_compiler_time_says_what_its_timer_covers():
     assert "only async_compile.wait" in text and "not in it" in text
     assert "async_compile" not in " ".join(ln.text for ln in _compile_time_finding(
         d, {"backend": "inductor"}, "cpu").lines)
+
+
+def test_appendix_reports_kept_as_markdown_are_rerendered_from_their_own_numbers():
+    # the H200's ResNet-18 lines (torch 2.11, zoo_reports_run2.md): section 8 from section 6's launches, section 7
+    # advice from the compiled call's GPU busy fraction; nothing else changes
+    sys.path.insert(0, str(ROOT / "tests" / "runtime" / "zoo"))
+    from make_reports import rerender_markdown
+
+    link = " ([ch25_cuda_graphs](https://x/chapters/ch25_cuda_graphs.html))"
+    text = ("<!-- torch 2.11.0+cu130, NVIDIA H200, settings {} -->\n## 6. Eager vs compiled, per call — OK\n\n"
+            f"- eager: 120 kernel launches per call, the GPU busy 71% of the wall time: launch-bound (the GPU waits "
+            f"for the CPU){link}\n- compiled: 66 kernel launches per call, the GPU busy 58% of the wall time: "
+            f"launch-bound (the GPU waits for the CPU){link}\n\n## 7. CUDA graphs (mode=\"reduce-overhead\") — NOT "
+            f"CHECKED\n\n- not asked for: on a GPU, --mode reduce-overhead records each graph's kernels once{link}\n\n"
+            "## 8. Generated kernels — NOTE\n\n- 68 eager operator(s) became 36 kernel launch(es) and 21 library "
+            "call(s): fusion saved 11 launch(es) per call (a library call such as a matrix product stays a call of "
+            f"its own){link}\n")
+    new, done = rerender_markdown(text)
+    assert "fusion saved" not in new and "eager ran 120 kernels per call and compiled 66, 54 fewer" in new
+    assert "— NOTE\n\n- the compiled call is launch-bound (section 6: the GPU busy 58%" in new
+    assert done == ["section 8's fusion line", "section 7's reduce-overhead advice"]
+    assert new.count(link) == text.count(link) and "eager: 120 kernel launches per call" in new

@@ -25,37 +25,108 @@ def h200_reports(source: str | None) -> dict[str, str]:
     if not source:
         return {}
     src, got = Path(source), {}
-    files = [src] if src.is_file() else sorted(src.glob("*"), key=lambda f: (f.suffix != ".md", f.name))
+    # a report's JSON first: every finding is rendered again from its data; a report kept only as Markdown has
+    # the lines today's code words differently re-rendered from the numbers it prints (rerender_markdown)
+    files = [src] if src.is_file() else sorted(src.glob("*"), key=lambda f: (f.suffix != ".json", f.name))
     for f in files:
         if f.suffix == ".md" and "<!-- zoo-report:" in f.read_text():
             for name, text in re.findall(r"<!-- zoo-report: (\w+) -->\n(.*?)(?=<!-- zoo-report:|\Z)", f.read_text(), re.S):
-                got[name] = text.rstrip() + "\n"
-        elif f.suffix == ".md":
-            got.setdefault(f.stem, f.read_text())
-        elif f.suffix == ".json" and f.stem not in got:
+                got[name] = _noted(*rerender_markdown(text.rstrip() + "\n"))
+        elif f.suffix == ".md" and f.stem not in got:
+            got[f.stem] = _noted(*rerender_markdown(f.read_text()))
+        elif f.suffix == ".json":
             got[f.stem] = from_json(json.loads(f.read_text()))
     return {k: re.sub(r"/[\w./+-]*?/(?=tests/runtime/zoo/)", "", v) for k, v in got.items()}
 
 
-def from_json(data: dict) -> str:
-    """A report's Markdown from its JSON (``Report.as_json``): the same Report, rebuilt, then ``markdown()``."""
-    from helpers.runtime.triage import CHAPTERS, Finding, Line, Report
+def _noted(text: str, done: list[str]) -> str:
+    """The report with what was re-rendered said in its first line's comment (the appendix shows that line)."""
+    head, _, rest = text.partition("\n")
+    if done and head.startswith("<!--") and head.endswith("-->"):
+        head = head[:-3].rstrip() + "; re-rendered from this report's own numbers by today's triage code: " \
+            + ", ".join(done) + " -->"
+    return head + "\n" + rest
 
-    key_of = {name: key for key, name in CHAPTERS.items()}
+
+def from_json(data: dict) -> str:
+    """A report's Markdown from its JSON (``Report.as_json``), every finding and the bet rendered again by today's
+    triage code from the run's data (``_findings``; section 9 from the trials' rows): nothing is measured here."""
+    from helpers.dynamo.graph_breaks import BreakRecord
+    from helpers.runtime import triage as T
+
     fields = {k: data[k] for k in ("target", "settings", "env", "model", "inputs", "variants", "data", "error", "bet",
                                    "seconds")}
-    r = Report(**fields)
-    r.findings = [Finding(f["key"], f["title"], f["status"],
-                          [Line(ln["text"], key_of.get(ln["chapter"], "")) for ln in f["lines"]], f.get("code", ""))
-                  for f in data["findings"]]
-    from helpers.runtime.triage import _cudagraphs_finding
-
+    r = T.Report(**fields)
+    r.findings = []
     e = data.get("env") or {}
-    if data["data"].get("kept_output_loop") and e.get("device"):  # today's wording of the H200's measurement
-        r.findings = [_cudagraphs_finding(r.data, r.settings, e["device"]) if f.key == "cudagraphs" else f
-                      for f in r.findings]
+    T._findings(r, [BreakRecord(**b) for b in r.data["breaks"]], e.get("device", "cuda"),
+                ROOT / "tests" / "runtime" / "zoo" / Path(data["target"].split(":")[0]).name)
+    if "fixes" in r.data:
+        r.findings.append(T._fixes_finding(r.data["fixes"], r.data.get("random_modules")))
     kw = {k: v for k, v in data["settings"].items() if k in ("mode", "no_grad", "try_fixes") and v}
-    return f"<!-- torch {e.get('torch')}, {e.get('device_name')}, settings {kw} -->\n" + r.markdown()
+    return (f"<!-- torch {e.get('torch')}, {e.get('device_name')}, settings {kw}; re-rendered from the run's JSON "
+            "by today's triage code -->\n" + r.markdown())
+
+
+def rerender_markdown(text: str) -> tuple[str, list[str]]:
+    """The lines of an H200 report kept only as Markdown that today's triage words differently, written again
+    from the numbers the same report prints (section 6's measured launches and GPU busy fractions, section 8's
+    counts); returns the text and what was re-rendered. Nothing else changes: no value is made up."""
+    from helpers.runtime import triage as T
+
+    done = []
+    ro = "'mode': 'reduce-overhead'" in text.splitlines()[0] or "mode='reduce-overhead'" in text
+    launches = {k: float(v) for k, v in re.findall(r"^- (eager|compiled): (\d+) kernel launches per call", text, re.M)}
+    busy = {k: int(v) / 100 for k, v in re.findall(r"^- (eager|compiled): \d+ kernel launches per call, the GPU busy "
+                                                  r"(\d+)% of", text, re.M)}
+    link = r"( \(\[ch\w+\]\([^)]*\)\))"
+    # section 8: what fusion removed, from section 6's measured launches
+    m = re.search(r"^- (\d+) eager operator\(s\) became (\d+) kernel launch\(es\) and (\d+) library call\(s\): [^\n]*?"
+                  + link + "$", text, re.M)
+    if m:
+        line = T.fusion_line(int(m.group(1)), int(m.group(2)), int(m.group(3)),
+                             (launches.get("eager"), launches.get("compiled")), ro)
+        text = text.replace(m.group(0), f"- {line}{m.group(4)}")
+        done.append("section 8's fusion line")
+    # section 6 under reduce-overhead: kernels run in a replay, not launches
+    m = re.search(r"^- compiled: (\d+) kernel launches per call, the GPU busy (\d+)% of the wall time: [^(\n]*" + link
+                  + "$", text, re.M)
+    if m and ro:
+        text = text.replace(m.group(0), f"- {T.replay_kernels_line(float(m.group(1)), int(m.group(2)) / 100)}"
+                                        f"{m.group(3)}")
+        done.append("section 6's compiled kernels under reduce-overhead")
+    # section 7: reduce-overhead advised for a launch-bound compiled call
+    m = re.search(r"^## 7\. (CUDA graphs \(mode=\"reduce-overhead\"\)) — NOT CHECKED\n\n- not asked for: [^\n]*?" + link
+                  + "$", text, re.M)
+    if m and "compiled" in busy and busy["compiled"] < 0.8:
+        text = text.replace(m.group(0), f"## 7. {m.group(1)} — NOTE\n\n- {T.reduce_overhead_advice(busy['compiled'])}"
+                                        f"{m.group(2)}")
+        done.append("section 7's reduce-overhead advice")
+    # section 5 on a GPU: what the kernel compiler's timer covers
+    m = re.search(r"^- where it went: [^\n]*kernel compiler \(C\+\+ or Triton\) [^\n]*?" + link + "$", text, re.M)
+    if m and launches:
+        text = text.replace(m.group(0), m.group(0) + f"\n- {T.KERNEL_COMPILER_NOTE}{_link(m.group(1), 'ch17_inductor_overview')}")
+        done.append("section 5's kernel compiler note")
+    # section 8: the modules after the first call, not all put down to the variants
+    m = re.search(r"^- the variants' recompiles generated (\d+) more module\(s\)", text, re.M)
+    if m:
+        text = text.replace(m.group(0), f"- the recompiles after the first call (the steady timing's or the variants'; "
+                                        f"this run did not record which) generated {m.group(1)} more module(s)")
+        done.append("section 8's modules line")
+    # section 9: the seconds compare only like cache results (the trials' hits and misses were not recorded)
+    old = ("Inductor's caches may serve either, so the counts are the proof and the seconds a guide")
+    if old in text:
+        text = text.replace(old, "Inductor's FX graph cache may serve either (a hit skips code generation and the "
+                                 "kernel compiler), so the counts are the proof, and the seconds compare only between "
+                                 "runs with the same cache hits and misses (this run did not record the trials' cache "
+                                 "hits and misses)")
+        done.append("section 9's closing line")
+    return text, done
+
+
+def _link(example: str, chapter: str) -> str:
+    """A chapter link written like ``example`` (the report's own form of links), for ``chapter``."""
+    return re.sub(r"\[ch\w+\]\(([^)]*?)ch\w+(\.html|\.ipynb)\)", rf"[{chapter}](\g<1>{chapter}\g<2>)", example)
 
 
 def main(h200: str | None = None) -> None:
@@ -95,14 +166,21 @@ TITLES = {"gpt2": "GPT-2, inference on three sequence lengths, with --try-fixes"
 def page() -> None:
     """chapters/triage_zoo.md: one section per report present, each saying which run wrote it."""
     h200 = any("H200" in f.read_text().splitlines()[0] for f in OUT.glob("*.md"))
+    all_h200 = all("H200" in (OUT / f"{n}.md").read_text().splitlines()[0] for n in TITLES if (OUT / f"{n}.md").exists())
     lines = ["# Triage, on real models", "",
              "What `python -m helpers triage` (chapter 30's triage, {doc}`ch30_map`) says about models that no one "
              "on this course wrote, built from their libraries' configs with no weights downloaded: the zoo of "
              "`tests/runtime/zoo/`. Each report is shown as the triage wrote it; its machine line says where it "
-             "ran. " + ("The GPU reports come from the course's H200 run (torch 2.11, the models at their "
-             "libraries' default sizes, the host's own libraries: transformers 5.17.0, torchvision 0.26.0+cu130, "
-             "timm 1.0.29); a model without a GPU report shows a CPU run of the zoo's small (CI) size "
-             "(transformers 5.24.0; torchvision 0.26.0+cu130 and timm 1.0.31 with torch 2.11). " if h200 else "No report of the H200 run is here yet: each report below is a CPU run of the "
+             "ran. " + (("Every report below is from the course's H200 run" if all_h200 else
+                         "The GPU reports come from the course's H200 run")
+             + " (torch 2.11, the models at their libraries' default sizes, the host's own libraries: transformers "
+             "5.17.0, torchvision 0.26.0+cu130, timm 1.0.29)"
+             + ("" if all_h200 else "; a model without a GPU report shows a CPU run of the zoo's small (CI) size "
+                "(transformers 5.24.0; torchvision 0.26.0+cu130 and timm 1.0.31 with torch 2.11)")
+             + ". The triage's code changed after that run; where its data sufficed, a report was rendered again "
+             "by today's code from the run's own data, without measuring anything: a report kept as JSON whole, "
+             "a report kept only as Markdown in the lines named above it, from the numbers that report prints; "
+             "every other line is as the H200 run wrote it. " if h200 else "No report of the H200 run is here yet: each report below is a CPU run of the "
              "zoo's small (CI) size, and the H200 run at the libraries' default sizes will replace them. ") +
              "CI checks the findings on the small models against a ground truth the triage does not use "
              "(`tests/runtime/test_triage_zoo.py`: the graphs a counting backend receives for the same calls, "
