@@ -30,8 +30,16 @@ without any output: the book's outputs can answer an exercise that asks to predi
 the book's outputs outside the exercises' own cells; read the chapter before you hand that out. Where a
 check cell writes its expected value out (6.1's `5`, 2.3's `"inductor"`), the copy holds only a seal of it
 (`helpers.exercises.sealed("sha256:…")`): the check still says right or not quite, the value is not in the
-file. Each copy runs to the end as it is (its checks say "not answered yet"); hand the files out or open
-them in Colab, whose setup cell installs the course from the book's repository, as the book's notebooks do.
+file. Where an exercise's check takes the answer as the student writes it (a prediction or a count: 6.1's
+`answer_1`), a course cell's code that states that value is changed too: a figure whose expectation
+states it is recorded instead (ch06's `seq_entries`, `expect=helpers.exact(5)` → `helpers.record()`), a
+series reference value becomes `None`, a printed literal or one an assert compares becomes the seal. What
+the code computes with stays (`f(x, 5)`: an input, not an answer), and so do yes/no values (a seal of a
+two-valued answer hides nothing) and the expected values of exercises whose check runs the student's code
+(6.3's 6 calls: the code must produce it). The prose is not changed, and a student who runs the chapter
+sees what it measures, 6.1's count among them: ask for predictions before the run. Each copy runs to the
+end as it is (its checks say "not answered yet"); hand the files out or open them in Colab, whose setup
+cell installs the course from the book's repository, as the book's notebooks do.
 
 **Grading.** `python -m helpers grade FOLDER --jobs 2 --timeout 300` (or `make grade SUBMISSIONS=FOLDER`)
 takes every file in the folder and its subfolders (one per student, as an LMS exports them: the subfolder
@@ -61,8 +69,9 @@ tests try these cheats.
 - An answer that declares itself equal (an `__eq__` that always says True, a faked `__class__`): the
   check sends the answer out as plain data (numbers, text, tuples, lists, dicts, sets; any other object as
   its type and repr only) and the grader compares it in its own process with the expected value that the
-  book's check cell writes out (`helpers.core.exercises.plain`, `same_plain`). Where the expected value is
-  written out, the hand-out holds only its seal, so a forged record needs the value itself.
+  book's check cell writes out (`helpers.core.exercises.plain`, `same_plain`). Where the check cell writes
+  the expected value out, the hand-out holds only its seal (and no course cell's code states a
+  prediction's value: see "Student edition" above), so a forged record needs the value itself.
 - An edited check cell: the course's check runs instead (noted).
 - A result published by student code into a check cell beside the real one: the exercise is not graded
   and a note says so.
@@ -88,7 +97,9 @@ tests try these cheats.
   e.__dict__[...] = ...`); calling `exec`, `eval`, `setattr` and the like, also under another name
   (`_set = setattr`); importing `sys`, `gc`, `inspect`, `ctypes`, `importlib`, `builtins`, `signal`,
   `IPython`, `hashlib`, `threading`, `ipykernel`, `helpers.core` or `helpers.pipeline`; reaching the kernel
-  (`get_ipython`, `events.register`, `display_pub`, `user_ns`); `os._exit`; defining `__eq__`.
+  (`get_ipython`, `events.register`, `display_pub`, `user_ns`); `os._exit`; defining `__eq__`; walking the
+  interpreter's frames, which needs no import (`tb_frame`, `f_back`, `f_locals`, `f_globals`, `gi_frame`,
+  `cr_frame`, also as a `getattr` name: `e.__traceback__.tb_frame.f_back` up to the caller's locals).
 - Names in the course's modules (`helpers.*`) and `builtins` whose object changed while the answer cell ran
   (the grader's watch; during the check, in the modules that decide a result). These are not undone: a
   patched `helpers.core.exercises` can still change what the kernel sends out, which matters where the
@@ -108,8 +119,11 @@ tests try these cheats.
   torch's internals beyond the entry points above, other libraries; a thread started in an answer cell
   that acts later (the import of `threading` is flagged; what the thread does is not watched).
 - Student code that runs inside a check (5.2's `compile_f`, 6.3's `call_h`) can reach the check's own
-  objects (the recording backend it is handed) and change the count it returns; a note comes only where
-  the text sets an attribute or uses a name listed above.
+  objects and change the count it returns: 5.2's `compile_f` is handed the recording backend itself, 6.3's
+  `call_h` only the compiled function, but it can walk up the frames to the check's `recorder` and add to
+  what it saw (a 6.3 answer written in review did so and got 3/3). The grade may then be wrong; a note
+  comes where the text sets an attribute, walks frames or uses a name listed above, not for calls on what
+  it was handed (`backend.graphs.clear()`).
 - Answers copied from elsewhere: the published book shows every solution behind a toggle, its download
   and Colab buttons give the full notebooks, this guide prints every solution, and a classmate's answer
   edited by one character is no longer "the same".
