@@ -1012,10 +1012,11 @@ def _compile_time_finding(d: dict, s: dict, dev: str = "cpu") -> Finding:
                   f"header ({_s(header)}: preprocessed in every new process, built once in the default cache folder); the "
                   "compile bet counts them, since every new process that compiles C++ kernels pays them",
                   "inductor_time")
-        elif d.get("kernel_language") != "c++":
-            f.add("no ISA probe or precompiled header in this first call: Inductor generated no C++ kernel (it "
-                  "probes the vector ISAs only to write one); a model that gets one pays them in every new "
-                  "process", "inductor_time")
+        elif d.get("kernel_language") != "c++" or not any(d.get("kernels_first") or []):
+            # the first call's modules hold no generated kernel (a later recompile's may): nothing was probed
+            f.add("no ISA probe or precompiled header in this first call: its compile generated no C++ kernel "
+                  "(Inductor probes the vector ISAs when it writes one); a compile that writes one pays them in "
+                  "every new process", "inductor_time")
         else:
             f.add("no ISA probe or precompiled header in this first call: this process had probed already "
                   "(VecISA.__bool__ and _precompile_header are functools.cache'd per process); a new process "
