@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..core.exercises import WATCHED_ENTRY_POINTS
 from ..core.private import private
 from .state import GraphRecorder
 
@@ -176,3 +177,6 @@ def entry_points() -> dict[str, object]:
             if callable(value) and str(getattr(value, "__module__", "") or "").startswith("torch"):
                 out[f"{name}.{key}"] = value
     return out
+
+
+WATCHED_ENTRY_POINTS.append(entry_points)

@@ -131,10 +131,11 @@ def hooks() -> dict[str, tuple[str, list]]:
     out["sys.setprofile"] = ("one", [sys.getprofile()])
     if "torch" in sys.modules:
         try:
-            from ..dynamo.exercises import entry_points
+            from ..core.exercises import WATCHED_ENTRY_POINTS  # registered by helpers.dynamo.exercises
 
-            for name, obj in entry_points().items():
-                out[name] = ("one", [obj])
+            for source in WATCHED_ENTRY_POINTS:
+                for name, obj in source().items():
+                    out[name] = ("one", [obj])
         except Exception as exc:  # a torch that moved them: the watch says so rather than stopping
             out[f"torch's entry points ({type(exc).__name__})"] = ("one", [None])
     return out

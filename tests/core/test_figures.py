@@ -171,3 +171,19 @@ def test_a_private_step_that_torch_moved_gives_an_unverified_figure(capsys):
         assert (fig.status, fig.value, fig.rule) == ("unverified", None, moved.reason)
         assert fig.as_meta()["status"] == "unverified"
     assert "t_moved_fig = not measured  [? unverified: torch 2.14.1 moved a heuristic" in capsys.readouterr().out
+
+
+def test_a_name_replayed_twice_is_glued_once(monkeypatch):
+    from helpers.core import numbers
+    from helpers.core.figures import REPLAYED
+
+    shown = []
+    monkeypatch.setattr(numbers, "_display", lambda data, meta: shown.append(meta["scrapbook"]["name"]))
+    monkeypatch.setattr(numbers, "canonical", lambda chapter: {"figures": {"gpu_x": {"value": 2.5, "unit": "×"}},
+                                                               "env": {"device_name": "H200"}})
+    monkeypatch.setitem(numbers.STATE, "chapter", "ch99")
+    REPLAYED.clear()
+    shown.clear()
+    assert numbers.replay("gpu_x") == 2.5 and numbers.replay("gpu_x") == 2.5
+    assert shown == ["gpu_x"]  # a second glue of one key is a problem of the run (pipeline.verify)
+    REPLAYED.clear()
