@@ -20,7 +20,18 @@ import math
 #: Functions that return ``{name: object}`` for the torch entry points the grader's watch compares before and
 #: after a student's cell (``helpers.pipeline.audit.hooks``); a station registers its own at import
 #: (``helpers.dynamo.exercises.entry_points``), so the pipeline need not import a station.
-WATCHED_ENTRY_POINTS: list = []
+def public_entry_points() -> dict[str, object]:
+    """``torch.compile`` and the callables of ``torch.compiler``: the public part of what the watch compares."""
+    import torch
+
+    out = {"torch.compile": torch.compile}
+    for key, value in list(vars(torch.compiler).items()):
+        if callable(value) and str(getattr(value, "__module__", "") or "").startswith("torch"):
+            out[f"torch.compiler.{key}"] = value
+    return out
+
+
+WATCHED_ENTRY_POINTS: list = [public_entry_points]
 
 RECORD_KEY = "course_exercise"
 RESULTS = ("right", "not quite", "not answered")  # what a check can say
