@@ -168,7 +168,7 @@ def page() -> None:
     h200 = any("H200" in f.read_text().splitlines()[0] for f in OUT.glob("*.md"))
     all_h200 = all("H200" in (OUT / f"{n}.md").read_text().splitlines()[0] for n in TITLES if (OUT / f"{n}.md").exists())
     lines = ["# Triage, on real models", "",
-             "What `python -m helpers triage` (chapter 30's triage, {doc}`ch30_map`) says about models that no one "
+             "What `python -m helpers triage` ({doc}`chapter 30 <ch30_map>`'s triage) says about models that no one "
              "on this course wrote, built from their libraries' configs with no weights downloaded: the zoo of "
              "`tests/runtime/zoo/`. Each report is shown as the triage wrote it; its machine line says where it "
              "ran. " + (("Every report below is from the course's H200 run" if all_h200 else
