@@ -29,8 +29,8 @@ from pathlib import Path
 from ..core.env import REPO_ROOT, CourseError
 from ..core.exercises import RECORD_KEY, plain, same_plain
 from .audit import AUDIT_KEY
-from .student import (EXERCISE, META, NO_LITERAL, NOTEBOOK_META, ROLES, defined_names, exercises, expected_literal,
-                      prediction_seals, role, seal_check, seal_stated, strip_magics, student_edition)
+from .student import (EXERCISE, META, NO_LITERAL, NOTEBOOK_META, ROLES, assigned_names, defined_names, exercises,
+                      expected_literal, prediction_seals, role, seal_check, seal_stated, strip_magics, student_edition)
 from .verify import _source, load_notebook
 
 PAPERMILL_BANNER = "papermill-error-cell-tag"
@@ -337,20 +337,6 @@ def touches(answer: str, course_names: set[str], allowed: set[str]) -> list[str]
 CONVERSIONS = ("int", "float", "str", "bool", "len", "tuple", "list", "set", "sorted", "round", "abs", "repr")
 
 
-def _assigned(source: str) -> set[str]:
-    """Top-level names a cell binds by assignment (a chapter's computed values, not its functions or imports)."""
-    try:
-        tree = ast.parse(strip_magics(source))
-    except SyntaxError:
-        return set()
-    out = set()
-    for node in tree.body:
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
-                out |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
-    return out
-
-
 def copied_from_chapter(answer: str, chapter_values: set[str], answer_names: set[str]) -> list[str]:
     """The chapter's computed values an answer is set to as they are (``answer_1 = seq_entry_count``,
     ``int(rec.compiles)``, ``counts["x"]``): an answer read from the notebook rather than predicted or worked
@@ -371,7 +357,7 @@ def copied_from_chapter(answer: str, chapter_values: set[str], answer_names: set
                 root = root.value
             if isinstance(root, ast.Name) and root.id in chapter_values - own - answer_names:
                 found.append(ast.unparse(value)[:60])
-        own |= _assigned(ast.unparse(node)) | defined_names(ast.unparse(node))
+        own |= assigned_names(ast.unparse(node)) | defined_names(ast.unparse(node))
     return found
 
 
@@ -416,7 +402,7 @@ def graded_notebook(course: dict, submission: dict, *, exercise_timeout: float =
     for cell in nb["cells"]:
         if cell.get("cell_type") == "code" and role(cell) != "answer":
             course_names |= defined_names(_source(cell))
-            chapter_values |= _assigned(_source(cell))
+            chapter_values |= assigned_names(_source(cell))
     found = exercises(nb)
     seals = prediction_seals(nb)
     answer_names = {ex.number: defined_names(_source(nb["cells"][ex.answer])) for ex in found}

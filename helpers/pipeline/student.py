@@ -98,6 +98,19 @@ def defined_names(source: str) -> set[str]:
     return out
 
 
+def assigned_names(source: str) -> set[str]:
+    """Top-level names a cell binds by assignment (a chapter's computed values, not its functions or
+    imports); empty if it does not parse."""
+    import ast
+
+    try:
+        tree = ast.parse(strip_magics(source))
+    except SyntaxError:
+        return set()
+    return {n for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) for n in _bound(t)}
+
+
 def _bound(target) -> list[str]:
     """Names an assignment target binds (``a``, ``a, (b, c)``), not ``a.x`` or ``a[0]``."""
     import ast
