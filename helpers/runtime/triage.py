@@ -45,6 +45,8 @@ from .bet import CompileBet
 from .compile_time import compile_times
 from .cudagraphs import LaunchBudget, eager_ops, skip_log, skip_reason
 from .recompiles import CURES
+from .triage_fixes import LAUNCH_BOUND
+from .triage_fixes import compiled_launch_bound as _compiled_launch_bound  # section 6's test, section 7's advice
 from .triage_checks import (NO_LOCATION, SHAPE_CURES, CallWatch, _cause, _dynamo_quiet, _error_text,
                             _max_difference, _recompiled, _tensors, _timed, autograd_under_cudagraphs, changing_state, chapter_url, grad_state,
                             isa_probe_time, kept_output_loop, launches_and_library_calls, purity,
@@ -387,8 +389,8 @@ def triage(path, function: str = "example", *, backend: str = "inductor", mode: 
     On a CPU, torch runs on ``threads`` threads (default one, as the course times everything: steady
     times are then this thread's CPU time); ``rounds`` × ``repeats`` set how long the steady timing takes.
     ``calls`` adds "over N calls" to the compile bet. ``try_fixes`` applies each finding's mechanical cure
-    (a shape recompile, a logging break), compiles again and reports the measured effect
-    (``helpers.runtime.triage_fixes``).
+    (a shape recompile, a logging break, reduce-overhead with autograd on, a launch-bound compiled call on a GPU),
+    compiles again and reports the measured effect (``helpers.runtime.triage_fixes``).
     """
     import torch
 
@@ -456,11 +458,14 @@ def _purity(model, pristine: Call) -> str:
 
 
 def _add_fixes(report: Report, model, example: Call, variants: list[Call], dev: str) -> None:
-    from .triage_fixes import try_fixes
+    from .triage_fixes import try_fixes  # looked up at call time (a test replaces it)
 
     rows = try_fixes(report, model, example, variants, dev)
     report.data["fixes"] = rows
     report.findings.append(_fixes_finding(rows, report.data.get("random_modules")))
+    cg = report.finding("cudagraphs")
+    if cg is not None and rows:  # section 7's advice now points at the trial that measured it
+        report.findings[report.findings.index(cg)] = _cudagraphs_finding(report.data, report.settings, dev)
 
 
 def _fixes_finding(rows: list[dict], random: list | None) -> Finding:
@@ -471,8 +476,8 @@ def _fixes_finding(rows: list[dict], random: list | None) -> Finding:
               "break)", "recompiles")
     for r in rows:
         b, x = r["baseline"], r["fixed"]
-        chapter = {"the shape recompiles": "shapes", "the logging graph break": "graph_breaks"}.get(r["for"],
-                                                                                                 "cudagraphs")
+        chapter = {"the shape recompiles": "shapes", "the logging graph break": "graph_breaks",
+                   "the launch-bound compiled call": "launch_bound"}.get(r["for"], "cudagraphs")
         if x["error"] or b["error"]:
             f.add(f"{r['fix']} for {r['for']}: the trial failed: {x['error'] or b['error']}", chapter)
             continue
@@ -480,7 +485,7 @@ def _fixes_finding(rows: list[dict], random: list | None) -> Finding:
               f"breaks {b['breaks']} → {x['breaks']}, compiling calls {_s(b['compile_s'])}{_cache_note(b)} → "
               f"{_s(x['compile_s'])}{_cache_note(x)} of "
               f"wall time, steady compiled call {_s(b['steady_s'])} → {_s(x['steady_s'])}; outputs "
-              + _fixed_outputs(x, b, random), chapter)
+              + _fixed_outputs(x, b, random) + _graphs_note(x, b), chapter)
     if rows:
         f.add("both runs compiled afresh after the triage's own compile, the same calls in the same order; "
               "Inductor's FX graph cache may serve either (a hit skips code generation and the kernel compiler), "
@@ -489,6 +494,28 @@ def _fixes_finding(rows: list[dict], random: list | None) -> Finding:
               + ("" if all("fx_graph_cache" in r[k] for r in rows for k in ("baseline", "fixed")) else
                  " (this run did not record the trials' cache hits and misses)"), "compile_time")
     return f
+
+
+def _graphs_note(fixed: dict, base: dict) -> str:
+    """What cudagraph trees did over a --try-fixes run under reduce-overhead on a GPU (``trial``'s ``cudagraphs``:
+    recordings, replays, warm-up runs, graphs skipped and why), the run without the cure's beside it when it ran
+    under reduce-overhead too; empty for a run that did not watch them (a CPU, no reduce-overhead)."""
+    def counts(g: dict) -> str:
+        return (f"{g['record']} recorded, {g['replay']} replay(s), {g['warmup']} warm-up run(s) (run_eager), "
+                f"{g['skipped']} graph(s) skipped")
+
+    g = fixed.get("cudagraphs")
+    if not g:
+        return ""
+    text = f"; CUDA graphs over its calls: {counts(g)}"
+    reasons = list(dict.fromkeys(g.get("reasons") or []))
+    if reasons:
+        text += " (" + "; ".join(reasons[:3]) + ")"
+    if base.get("cudagraphs"):
+        text += f" (without the cure: {counts(base['cudagraphs'])})"
+    if not g["replay"]:
+        text += "; no call replayed a CUDA graph, so the steady time is not a replay's"
+    return text
 
 
 def _cache_note(run: dict) -> str:
@@ -1066,14 +1093,6 @@ def _steady_finding(d: dict, dev: str, mode: str | None = None) -> Finding:
     return f
 
 
-def _compiled_launch_bound(d: dict, dev: str) -> float | None:
-    """The compiled call's GPU busy fraction when it is launch-bound (section 6's LaunchBudget), else None."""
-    if dev != "cuda" or not d.get("compiled_launches") or not d.get("compiled_s") or not d.get("compiled_gpu_s"):
-        return None
-    budget = LaunchBudget(d["compiled_launches"], d["compiled_s"], d["compiled_gpu_s"])
-    return budget.gpu_busy if budget.bound.startswith("launch-bound") else None
-
-
 def _cudagraphs_finding(d: dict, s: dict, dev: str) -> Finding:
     f = Finding("cudagraphs", "CUDA graphs (mode=\"reduce-overhead\")", "not checked")
     sk = d.get("cudagraph_skips")
@@ -1089,9 +1108,10 @@ def _cudagraphs_finding(d: dict, s: dict, dev: str) -> Finding:
     if sk is None:
         bound = _compiled_launch_bound(d, dev)
         if bound is not None and s["backend"] == "inductor":
-            # a launch-bound compiled call: reduce-overhead is issue 28's cure (advised; not tried without a GPU)
+            # a launch-bound compiled call: reduce-overhead is issue 28's cure, advised, and measured by --try-fixes
             f.status = "note"
-            f.add(reduce_overhead_advice(bound), "cudagraphs")
+            tried = next((r for r in d.get("fixes") or [] if r["for"] == LAUNCH_BOUND), None)
+            f.add(reduce_overhead_advice(bound, tried), "cudagraphs")
             return f
         f.add('not asked for: on a GPU, --mode reduce-overhead records each graph\'s kernels once and replays '
               'them with one launch; the triage then lists every graph it had to skip, and why', "cudagraphs")
@@ -1178,13 +1198,22 @@ def replay_kernels_line(launches: float, busy: float) -> str:
             f"replay as one graph, not {launches:.0f} kernels), the GPU busy {busy:.0%} of the wall time")
 
 
-def reduce_overhead_advice(busy: float) -> str:
-    """Section 7's advice for a launch-bound compiled call on a GPU (issue 28's cure)."""
-    return (f"the compiled call is launch-bound (section 6: the GPU busy {busy:.0%} of the wall time, waiting for "
+def reduce_overhead_advice(busy: float, tried: dict | None = None) -> str:
+    """Section 7's advice for a launch-bound compiled call on a GPU (issue 28's cure); ``tried``: --try-fixes's row
+    for it (``triage_fixes.plan``'s reduce-overhead trial), which the advice then points to."""
+    text = (f"the compiled call is launch-bound (section 6: the GPU busy {busy:.0%} of the wall time, waiting for "
             "the CPU to launch kernels): try torch.compile(model, mode=\"reduce-overhead\") (the triage: --mode "
             "reduce-overhead), which records each graph's kernels once into a CUDA graph and replays them with one "
             "launch per call; inputs must keep their shapes, and a call whose outputs require grad needs its "
             "backward before the next call")
+    if tried is None:
+        return text
+    how = " under torch.no_grad() (if this is inference)" if "no_grad" in tried["fix"] else ""
+    b, x = tried["baseline"], tried["fixed"]
+    if b.get("error") or x.get("error"):
+        return text + f"; --try-fixes tried it{how}, and the trial failed (\"The cures, tried\", below, says how)"
+    return (text + f"; --try-fixes tried it{how} and measured the steady compiled call {_s(b['steady_s'])} → "
+            f"{_s(x['steady_s'])} (\"The cures, tried\", below, has the rest)")
 
 
 KERNEL_COMPILER_NOTE = (
@@ -1273,7 +1302,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m helpers triage") 
     parser.add_argument("--calls", type=int, default=None, help="calls your program makes: the bet then says "
                         "what compiling saves or loses over them")
     parser.add_argument("--try-fixes", action="store_true", help="apply each mechanical cure (dynamic=True and "
-                        "mark_dynamic for a shape recompile, ignore_logging_functions for a logging graph break), "
+                        "mark_dynamic for a shape recompile, ignore_logging_functions for a logging graph break, "
+                        "torch.no_grad() for reduce-overhead with autograd on, mode=reduce-overhead for a "
+                        "launch-bound compiled call on a GPU), "
                         "compile again and report what it changed: compiles, breaks, seconds, outputs")
     parser.add_argument("--out", help="folder to write triage.md and triage.json into")
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of the Markdown")

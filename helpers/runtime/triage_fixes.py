@@ -9,7 +9,15 @@ then every variant, then the steady timing), so the numbers compare like with li
   ``torch._dynamo.config.ignore_logging_functions`` (``ignore_logger_methods`` on older torch). The message
   is then dropped inside compiled code: the report says so;
 - reduce-overhead on calls whose outputs require grad, with no backward: every call under
-  ``torch.no_grad()`` (an inference graph; the right cure only if the reader's calls are inference).
+  ``torch.no_grad()`` (an inference graph; the right cure only if the reader's calls are inference);
+- a launch-bound compiled call on a GPU (section 6's test, ``compiled_launch_bound``; Inductor, no mode
+  given): ``mode="reduce-overhead"``, whose CUDA graphs replay each graph's kernels with one launch. If the calls
+  run with autograd on and no backward (``autograd_under_cudagraphs`` for that mode), a plain trial would measure
+  cudagraph trees' pending-backward warm-up path, not the cure: the trial then runs every call under
+  ``torch.no_grad()`` and says "if this is inference". It also counts what cudagraph trees did (graphs recorded,
+  replays, warm-up runs) and the graphs skipped. Not on a CPU: there are no CUDA graphs to record.
+
+``plan`` decides which trials run from the report's data alone (nothing runs); ``try_fixes`` runs them.
 
 Each trial reports the frames compiled, graph breaks, the wall seconds of the calls that compiled (the
 first call and the variants), the steady compiled time on the example inputs and whether every output
@@ -32,8 +40,9 @@ from ..core.private import private
 from ..dynamo.graph_breaks import break_records
 from ..dynamo.logs import capture_logs
 from ..dynamo.state import clear_compile_state, counters
+from .cudagraphs import LaunchBudget, skip_log, skip_reason
 from .triage_checks import (_cause, _dynamo_quiet, _error_text, _max_difference, _recompiled, _tensors, _timed,
-                            autograd_under_cudagraphs)
+                            autograd_under_cudagraphs, cudagraph_calls)
 
 _LOG_CALL = re.compile(r"\.(debug|info|warning|warn|error|exception|critical|log|\w+_once)\s*\(")
 
@@ -75,10 +84,13 @@ def _varying_dims(example, variants) -> list[tuple[int, int]]:
 def trial(model, example, variants, kw: dict, dev: str, *, mark: list | None = None, patch=None,
           grad_off: bool = False, rounds: int = 1, repeats: int = 5) -> dict:
     """Compile ``model`` afresh with ``kw`` (and ``patch``, a config context; ``grad_off``: every call under
-    ``torch.no_grad()``), run the example then each variant, then time the example."""
+    ``torch.no_grad()``), run the example then each variant, then time the example. Under Inductor's
+    reduce-overhead on a GPU, also what cudagraph trees did over all of it (``cudagraphs``: graphs recorded,
+    replays, warm-up runs, graphs skipped and why)."""
     import torch
 
     grad = torch.no_grad if grad_off else contextlib.nullcontext
+    graphs = dev == "cuda" and kw.get("mode") == "reduce-overhead" and kw.get("backend") == "inductor"
     with grad():
         eager = [c.copy().run(model) for c in [example] + variants]
     clear_compile_state()
@@ -87,7 +99,9 @@ def trial(model, example, variants, kw: dict, dev: str, *, mark: list | None = N
     out = {"error": ""}
     try:
         with contextlib.redirect_stdout(io.StringIO()), _dynamo_quiet(), (patch or contextlib.nullcontext()), \
-                capture_logs("graph_breaks") as bl, grad():
+                capture_logs("graph_breaks") as bl, grad(), \
+                (skip_log() if graphs else contextlib.nullcontext()) as skips, \
+                (cudagraph_calls() if graphs else contextlib.nullcontext()) as cg:
             compiled = torch.compile(model, **kw)
             first = example.copy()
             tensors = []
@@ -111,6 +125,8 @@ def trial(model, example, variants, kw: dict, dev: str, *, mark: list | None = N
                                         repeats=repeats, device=dev)["compiled"].median
             out.update(compiles=len(converted), breaks=len(break_records(bl.messages("graph_breaks"))),
                        compile_s=seconds, steady_s=steady, matches=ok, max_difference=worst)
+        if graphs:  # the skip log's count and messages are read when its block exits
+            out["cudagraphs"] = dict(cg, skipped=skips.count, reasons=[skip_reason(m) for m in skips.messages])
     except Exception as exc:  # noqa: BLE001 - a cure that fails is a measured result too
         out["error"] = _error_text(exc)
     finally:
@@ -125,43 +141,103 @@ def _fx_cache() -> dict:
     return {"hit": int(c.get("fxgraph_cache_hit", 0)), "miss": int(c.get("fxgraph_cache_miss", 0))}
 
 
-def try_fixes(report, model, example, variants, dev: str) -> list[dict]:
-    """Each applicable cure, measured against a baseline: [{"fix", "for", "how", "baseline", "fixed"}, ...]."""
-    d, s = report.data, report.settings
-    kw = {"backend": s["backend"], "dynamic": s["dynamic"]} | ({"mode": s["mode"]} if s["mode"] else {})
+#: The reduce-overhead trial's name in a row's "fix" (section 7 points at the row that has it).
+REDUCE_OVERHEAD = 'mode="reduce-overhead"'
+LAUNCH_BOUND = "the launch-bound compiled call"
+
+
+def compiled_launch_bound(d: dict, dev: str) -> float | None:
+    """The compiled call's GPU busy fraction when it is launch-bound (section 6's LaunchBudget), else None: the test
+    behind section 7's reduce-overhead advice (``triage._cudagraphs_finding``) and the trial that measures it."""
+    if dev != "cuda" or not d.get("compiled_launches") or not d.get("compiled_s") or not d.get("compiled_gpu_s"):
+        return None
+    budget = LaunchBudget(d["compiled_launches"], d["compiled_s"], d["compiled_gpu_s"])
+    return budget.gpu_busy if budget.bound.startswith("launch-bound") else None
+
+
+def _settings_kw(s: dict) -> dict:
+    """torch.compile's keyword arguments from the triage's settings."""
+    return {"backend": s["backend"], "dynamic": s["dynamic"]} | ({"mode": s["mode"]} if s["mode"] else {})
+
+
+def _logging_config() -> str:
+    """The Dynamo config that drops logging calls: ``ignore_logging_functions`` (``ignore_logger_methods`` on older
+    torch)."""
+    config = private("torch._dynamo.config")
+    return "ignore_logging_functions" if hasattr(config, "ignore_logging_functions") else "ignore_logger_methods"
+
+
+def plan(d: dict, s: dict, dev: str, dims: list | None = None, methods: list | None = None) -> list[dict]:
+    """The trials ``try_fixes`` runs for a report's data ``d`` and settings ``s`` on device ``dev``, decided from
+    them alone (nothing is compiled or run): [{"fix", "for", "how", "kw", "mark", "grad_off", "logging"}, ...].
+
+    ``dims``: the (input tensor, dim) pairs whose sizes vary over the variants (``_varying_dims``); ``methods``:
+    the ``logging.Logger`` methods the breaking lines call (``logging_methods``).
+    """
+    kw = _settings_kw(s)
     tries = []
     shape_rows = [r for r in _recompiled(d.get("variants", [])) if _cause(r, None)[0] in ("size mismatch", "0/1 size",
                                                                                           "shape")]
     if shape_rows:
-        tries.append(("dynamic=True", "the shape recompiles", "torch.compile(model, dynamic=True)",
-                      {"kw": kw | {"dynamic": True}}))
-        dims = _varying_dims(example, variants)
+        tries.append({"fix": "dynamic=True", "for": "the shape recompiles", "how": "torch.compile(model, dynamic=True)",
+                      "kw": kw | {"dynamic": True}})
         if dims:
             what = ", ".join(f"input tensor {i} dim {dd}" for i, dd in dims)
-            tries.append(("mark_dynamic", "the shape recompiles",
-                          f"torch._dynamo.mark_dynamic on {what} of the example inputs before the first call",
-                          {"kw": kw, "mark": dims}))
+            tries.append({"fix": "mark_dynamic", "for": "the shape recompiles",
+                          "how": f"torch._dynamo.mark_dynamic on {what} of the example inputs before the first call",
+                          "kw": kw, "mark": list(dims)})
     g = d.get("grad")
     if g and autograd_under_cudagraphs(g, s["mode"], s["backend"]):
-        tries.append(("torch.no_grad()", "autograd under CUDA graphs (if this is inference)",
-                      "every call under torch.no_grad(): an inference graph, no pending backward",
-                      {"kw": kw, "grad_off": True}))
-    methods = logging_methods(d.get("breaks", []))
+        tries.append({"fix": "torch.no_grad()", "for": "autograd under CUDA graphs (if this is inference)",
+                      "how": "every call under torch.no_grad(): an inference graph, no pending backward",
+                      "kw": kw, "grad_off": True})
     if methods:
-        config = private("torch._dynamo.config")
-        name = "ignore_logging_functions" if hasattr(config, "ignore_logging_functions") else "ignore_logger_methods"
-        fns = {getattr(logging.Logger, m) for m in methods}
-        tries.append((name, "the logging graph break",
-                      f"torch._dynamo.config.{name} = {{{', '.join('logging.Logger.' + m for m in methods)}}} "
-                      "(the message is then not logged from compiled code)",
-                      {"kw": kw, "patch": config.patch(**{name: fns})}))
+        name = _logging_config()
+        tries.append({"fix": name, "for": "the logging graph break",
+                      "how": f"torch._dynamo.config.{name} = {{{', '.join('logging.Logger.' + m for m in methods)}}} "
+                             "(the message is then not logged from compiled code)",
+                      "kw": kw, "logging": (name, list(methods))})
+    # a launch-bound compiled call (section 6's test, the one section 7's advice rests on): reduce-overhead, on a
+    # GPU only (a CPU has no CUDA graphs), for Inductor (its CUDA graphs) and when the reader chose no mode
+    if dev == "cuda" and s["backend"] == "inductor" and not s["mode"] and compiled_launch_bound(d, dev) is not None:
+        ro = kw | {"mode": "reduce-overhead"}
+        if g and autograd_under_cudagraphs(g, "reduce-overhead", s["backend"]):
+            # with autograd on and no backward, cudagraph trees keep each forward waiting for its backward: a plain
+            # trial would time that warm-up path (section 7 of a --mode reduce-overhead triage), not the cure
+            tries.append({"fix": f"{REDUCE_OVERHEAD} under torch.no_grad()", "for": LAUNCH_BOUND,
+                          "how": "torch.compile(model, mode=\"reduce-overhead\") with every call under "
+                                 "torch.no_grad(), if this is inference: with autograd on "
+                                 f"({g['outputs_requiring_grad']} of {g['outputs']} output tensors require grad) and "
+                                 "no backward, cudagraph trees keep each forward waiting for its backward (a call "
+                                 "made while the previous output is alive runs their warm-up path or records again "
+                                 "instead of replaying), so a plain trial would time that, not the cure; the run "
+                                 "without the cure keeps autograd on, as your calls do, so the change includes "
+                                 "no_grad's own; for training, time a real step with backward instead",
+                          "kw": ro, "grad_off": True})
+        else:
+            tries.append({"fix": REDUCE_OVERHEAD, "for": LAUNCH_BOUND,
+                          "how": "torch.compile(model, mode=\"reduce-overhead\"): each graph's kernels recorded once "
+                                 "into a CUDA graph and replayed with one launch per call",
+                          "kw": ro})
+    return tries
+
+
+def try_fixes(report, model, example, variants, dev: str) -> list[dict]:
+    """Each applicable cure (``plan``), measured against a baseline: [{"fix", "for", "how", "baseline", "fixed"},
+    ...]."""
+    d, s = report.data, report.settings
+    tries = plan(d, s, dev, _varying_dims(example, variants), logging_methods(d.get("breaks", [])))
     if not tries:
         return []
     rounds, repeats = 1, max(3, s["repeats"] // 2)
-    base = trial(model, example, variants, kw, dev, rounds=rounds, repeats=repeats)
+    base = trial(model, example, variants, _settings_kw(s), dev, rounds=rounds, repeats=repeats)
     out = []
-    for fix, target, how, args in tries:
-        fixed = trial(model, example, variants, args["kw"], dev, mark=args.get("mark"), patch=args.get("patch"),
-                      grad_off=args.get("grad_off", False), rounds=rounds, repeats=repeats)
-        out.append({"fix": fix, "for": target, "how": how, "baseline": base, "fixed": fixed})
+    for t in tries:
+        patch = None
+        if t.get("logging"):
+            name, methods = t["logging"]
+            patch = private("torch._dynamo.config").patch(**{name: {getattr(logging.Logger, m) for m in methods}})
+        fixed = trial(model, example, variants, t["kw"], dev, mark=t.get("mark"), patch=patch,
+                      grad_off=t.get("grad_off", False), rounds=rounds, repeats=repeats)
+        out.append({"fix": t["fix"], "for": t["for"], "how": t["how"], "baseline": base, "fixed": fixed})
     return out
