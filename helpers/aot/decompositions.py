@@ -80,16 +80,20 @@ def prim_operator_names() -> list[str]:
 
 def named_tensor_overloads() -> dict[str, int]:
     """ATen overloads for named tensors (``aten.var.names_dim``, ``aten.cumsum.dimname``, ...): in the dispatcher
-    and among the registered decompositions (ch14; torch 2.13 removed them from ATen).
+    and among the rules of the three decomposition tables (``registered_rules``, ``core_rules``,
+    ``inductor_rules``; ch14; torch 2.13 removed them from ATen).
     """
     def named(overload: str) -> bool:
         return "name" in overload.lower()
 
+    def rules(table) -> int:
+        return sum(1 for op in table if str(op).startswith("aten.") and named(str(op).split(".", 2)[-1]))
+
     names = private("torch._C._dispatch_get_all_op_names")()
     in_dispatcher = [n for n in names if n.startswith("aten::") and named(n.split("::", 1)[1].partition(".")[2])]
-    table = decomposition_tables()["registered"]
-    rules = [op for op in table if str(op).startswith("aten.") and named(str(op).split(".", 2)[-1])]
-    return {"dispatcher": len(in_dispatcher), "registered_rules": len(rules)}
+    tables = decomposition_tables()
+    return {"dispatcher": len(in_dispatcher), "registered_rules": rules(tables["registered"]),
+            "core_rules": rules(tables["core"]), "inductor_rules": rules(tables["inductor"])}
 
 
 def inductor_exclusions() -> list[str]:

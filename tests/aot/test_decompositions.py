@@ -192,8 +192,11 @@ def test_named_tensor_overloads_agree_between_dispatcher_and_table():
     named = named_tensor_overloads()
     assert named["registered_rules"] <= named["dispatcher"]
     assert (named["dispatcher"] == 0) == (named["registered_rules"] == 0)
+    for table in ("core_rules", "inductor_rules"):
+        assert (named[table] == 0) == (named["dispatcher"] == 0)
     if torch.__version__ >= "2.13":
         assert named["dispatcher"] == 0  # removed from ATen in torch 2.13
+        assert named["core_rules"] == named["inductor_rules"] == 0
 
 
 def test_lowering_census_and_opmath_converts():
