@@ -149,7 +149,7 @@ def aot_view(fn, *args) -> GraphView:
 def graph_input_log(fn, *args) -> list[str]:
     """The ``create_graph_input`` lines Dynamo logs at DEBUG (``TORCH_LOGS="+dynamo"``) compiling ``fn`` (ch16).
 
-    Logged by ``OutputGraph.create_graph_input`` (``torch/_dynamo/output_graph.py``) on the logger of that
+    Logged by ``SubgraphTracer.create_graph_input`` (``torch/_dynamo/output_graph.py``) on the logger of that
     module; it is collected here instead of printed, and the logger is put back as it was.
     """
     import torch
@@ -265,8 +265,8 @@ def fake_impl_check(fake_fn, impl, example) -> bool | str | None:
     """Exercise 16.2: does ``fake_fn`` make a custom op running ``impl`` compile to one graph, right? (ch16)
 
     Defines a fresh op with ``fake_fn`` as its fake implementation, compiles ``x -> op(x) + 1`` with
-    ``fullgraph=True`` and checks: one graph; the fake output's shape, dtype and strides equal the real
-    output's; the compiled result equals eager. Returns True, a message saying what is wrong, or None
+    ``fullgraph=True`` and checks: one graph; the fake output's shape, dtype, device and strides equal the
+    real output's; the compiled result equals eager. Returns True, a message saying what is wrong, or None
     while ``fake_fn`` is None.
     """
     import torch
@@ -285,9 +285,12 @@ def fake_impl_check(fake_fn, impl, example) -> bool | str | None:
             fake_out = op(mode.from_tensor(example))
     except Exception as exc:
         return f"the fake implementation raised {type(exc).__name__}"
-    if (tuple(fake_out.shape), fake_out.dtype, tuple(fake_out.stride())) != (tuple(real.shape), real.dtype, tuple(real.stride())):
-        return (f"fake says shape {tuple(fake_out.shape)}, {fake_out.dtype}, stride {tuple(fake_out.stride())}; "
-                f"the real op gives {tuple(real.shape)}, {real.dtype}, stride {tuple(real.stride())}")
+    def layout(t):
+        return tuple(t.shape), t.dtype, t.device, tuple(t.stride())
+
+    if layout(fake_out) != layout(real):
+        return (f"fake says shape {tuple(fake_out.shape)}, {fake_out.dtype}, {fake_out.device}, stride {tuple(fake_out.stride())}; "
+                f"the real op gives {tuple(real.shape)}, {real.dtype}, {real.device}, stride {tuple(real.stride())}")
     explain = private("torch._dynamo.explain")
     clear_compile_state()
     try:

@@ -91,6 +91,16 @@ def test_fake_impl_check_tells_right_from_wrong():
     assert "shape" in fake_impl_check(lambda x: torch.empty_like(x), impl, x)
 
 
+def test_fake_impl_check_rejects_a_fake_on_another_device():
+    impl = lambda x: torch.cdist(x, x)  # noqa: E731
+    x = torch.randn(6, 3)
+    assert fake_impl_check(lambda x: x.new_empty(x.shape[0], x.shape[0]), impl, x) is True
+    meta = fake_impl_check(lambda x: torch.empty(x.shape[0], x.shape[0], device="meta"), impl, x)
+    assert isinstance(meta, str) and "meta" in meta
+    other = fake_impl_check(lambda x: torch.empty(x.shape[0], x.shape[0], device="cuda"), impl, x)
+    assert isinstance(other, str)  # a fake CUDA tensor for a CPU output, or the fake raising
+
+
 def test_one_graph_check():
     ref = lambda x: x.sin() if x.sum() > 0 else x.cos()  # noqa: E731
     xs = [torch.ones(4), -torch.ones(4)]
