@@ -14,8 +14,9 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 OUT = ROOT / "chapters" / "triage_zoo"
 RUNS = {"gpt2": ("gpt2.py", {"try_fixes": True}), "gpt2_train": ("gpt2_train.py", {"try_fixes": True}),
-        "llama": ("llama.py", {}), "bert": ("bert.py", {}), "resnet18": ("resnet18.py", {}),
-        "timm_resnet10t": ("timm_tiny.py", {}), "gpt2_reduce_overhead": None, "gpt2_reduce_overhead_no_grad": None}
+        "llama": ("llama.py", {}), "bert": ("bert.py", {}), "resnet18": ("resnet18.py", {"try_fixes": True}),
+        "resnet18_no_grad": ("resnet18.py", {"try_fixes": True, "no_grad": True}),
+        "timm_resnet10t": ("timm_tiny.py", {"try_fixes": True}), "gpt2_reduce_overhead": None, "gpt2_reduce_overhead_no_grad": None}
 
 
 def h200_reports(source: str | None) -> dict[str, str]:
@@ -160,7 +161,9 @@ TITLES = {"gpt2": "GPT-2, inference on three sequence lengths, with --try-fixes"
           "gpt2_reduce_overhead": "GPT-2 under --mode reduce-overhead, autograd on (eval mode alone)",
           "gpt2_reduce_overhead_no_grad": "GPT-2 under --mode reduce-overhead with --no-grad",
           "llama": "Llama (transformers), inference", "bert": "BERT (transformers), inference",
-          "resnet18": "ResNet-18 (torchvision), inference", "timm_resnet10t": "resnet10t (timm), inference"}
+          "resnet18": "ResNet-18 (torchvision), inference, with --try-fixes",
+          "resnet18_no_grad": "ResNet-18 (torchvision) under --no-grad, with --try-fixes (reduce-overhead alone)",
+          "timm_resnet10t": "resnet10t (timm), inference, with --try-fixes"}
 
 
 def page() -> None:
