@@ -63,6 +63,25 @@ def call_targets(gm) -> list[str]:
     return sorted({str(n.target) for n in gm.graph.nodes if n.op == "call_function" and str(n.target).startswith("aten.")})
 
 
+def targets_by_tag(gm) -> dict[str, list[str]]:
+    """A graph's distinct ATen operators grouped by torch's own tags (``torch.Tag``) (ch28).
+
+    ``{"pointwise": [...], "reduction": [...], "other": [...]}``, each a sorted list of short names
+    (``rsqrt``, ``var_mean``, ``mm``); the tags are those of ``native_functions.yaml``, on the operator
+    overload (``OpOverload.tags``).
+    """
+    import torch
+
+    groups: dict[str, set] = {"pointwise": set(), "reduction": set(), "other": set()}
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or not str(n.target).startswith("aten."):
+            continue
+        tags = set(getattr(n.target, "tags", ()))
+        group = "pointwise" if torch.Tag.pointwise in tags else "reduction" if torch.Tag.reduction in tags else "other"
+        groups[group].add(str(n.target).removeprefix("aten.").split(".")[0])
+    return {k: sorted(v) for k, v in groups.items()}
+
+
 def node_label(node) -> str:
     """A short name for what an FX node calls: ``relu``, ``add``, ``aten.mm.default``, ``linear`` (ch28)."""
     target = node.target
@@ -87,13 +106,17 @@ def op_histogram(gm) -> dict[str, int]:
 
 
 def describe_inputs(example_inputs) -> list[str]:
-    """Each example input as ``Tensor(4, 8) float32 cpu`` or ``SymInt s77`` (ch28)."""
+    """Each example input as ``Tensor(4, 8) float32 cpu`` or ``SymInt s77`` (ch28).
+
+    A tensor is named by its own class (``Tensor``, ``Parameter``, ``FakeTensor``), so the description
+    says whether a backend was handed a real tensor.
+    """
     import torch
 
     out = []
     for a in example_inputs:
         if isinstance(a, torch.Tensor):
-            out.append(f"Tensor{tuple(a.shape)} {str(a.dtype).replace('torch.', '')} {a.device}")
+            out.append(f"{type(a).__name__}{tuple(a.shape)} {str(a.dtype).replace('torch.', '')} {a.device}")
         else:
             out.append(f"{type(a).__name__} {a}")
     return out
@@ -102,8 +125,11 @@ def describe_inputs(example_inputs) -> list[str]:
 class NodeTimer:
     """Run an FX graph node by node through ``torch.fx.Interpreter`` and add up each node's time (ch28).
 
-    ``seconds[label]`` is the total over every run, ``runs`` the number of runs. ``sync`` synchronizes a
-    CUDA device after each node, so that the time is the node's and not the launch's.
+    ``seconds[label]`` is the total over every run, ``runs`` the number of runs; only the ``call_*`` nodes
+    are timed (not the placeholders or the output). Each node's time runs from before the interpreter's
+    ``run_node`` to after it, so it includes the interpreter's Python overhead; ``sync`` synchronizes a
+    CUDA device after each node, so that the node's kernel is inside its time (with the launch and the
+    Python overhead).
     """
 
     def __init__(self, gm, sync: bool = False):

@@ -269,6 +269,16 @@ class Minified:
         """The function each operation line of the repro's ``forward`` calls (``torch.relu``, ``operator.add``)."""
         return [m.group(1) for ln in self.forward_lines() if (m := re.search(r"= ([\w.]+)\(", ln))]
 
+    def saved_inputs(self) -> int:
+        """How many input storages the launcher's ``load_args`` names by content hash and finds saved
+        beside it, in ``checkpoints/storages`` (``InputWriter`` in ``torch/_dynamo/debug_utils.py``
+        writes them; a storage it cannot find is replaced by random data when the launcher runs)."""
+        if self.launcher is None or not self.launcher.exists():
+            return 0
+        hashes = re.findall(r"reader\.storage\('([0-9a-f]+)'", self.launcher.read_text())
+        store = self.launcher.parent / "checkpoints" / "storages"
+        return sum((store / h).is_file() for h in hashes)
+
 
 def minify(backend: str = "relu_compile_error_TESTING_ONLY", timeout: int = 300) -> Minified:
     """Run ``code/ch27_minify.py``: a failing compile under ``TORCHDYNAMO_REPRO_AFTER``, then its minifier (ch27).

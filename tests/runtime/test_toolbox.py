@@ -36,6 +36,17 @@ def test_minified_reads_the_repro():
              "        relu = torch.relu(add);  add = None\n        return (relu,)\n\n")
     m = Minified("BackendCompilerFailed", "", None, [(7, 6)], 17, repro, 1.0, 2.0)
     assert m.forward_lines() == ["relu = torch.relu(add);  add = None"] and m.targets() == ["torch.relu"]
+    assert m.saved_inputs() == 0
+
+
+def test_minified_counts_the_saved_inputs(tmp_path):
+    launcher = tmp_path / "minifier_launcher.py"
+    launcher.write_text("def load_args(reader):\n    buf0 = reader.storage('ab12', 32)\n"
+                        "    buf1 = reader.storage('cd34', 32)\n    buf2 = reader.storage(None, 32)\n")
+    (tmp_path / "checkpoints" / "storages").mkdir(parents=True)
+    (tmp_path / "checkpoints" / "storages" / "ab12").write_bytes(b"x")
+    m = Minified("BackendCompilerFailed", "", launcher, [], None, "", 1.0, 2.0)
+    assert m.saved_inputs() == 1
 
 
 def test_everyday_artifacts_are_registered():
