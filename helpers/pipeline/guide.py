@@ -25,21 +25,25 @@ edits), the course's *check* cell and the hidden *solution* cell (cell tags `ans
 
 **Student edition.** `python -m helpers student [chapters] --out DIR` (or `make student`, with
 `CHAPTERS="ch05 ch06"`) writes the book's chapters, or the chosen ones, without their solution cells and
-without any output: the book's outputs can answer an exercise that asks to predict them (ch06 shows
-`seq_entries` before exercise 6.1 asks for it). `--outputs book` (`make student STUDENT_OUTPUTS=book`) keeps
-the book's outputs outside the exercises' own cells; read the chapter before you hand that out. Where a
-check cell writes its expected value out (6.1's `5`, 2.3's `"inductor"`), the copy holds only a seal of it
-(`helpers.exercises.sealed("sha256:…")`): the check still says right or not quite, the value is not in the
-file. Where an exercise's check takes the answer as the student writes it (a prediction or a count: 6.1's
-`answer_1`), a course cell's code that states that value is changed too: a figure whose expectation
-states it is recorded instead (ch06's `seq_entries`, `expect=helpers.exact(5)` → `helpers.record()`), a
-series reference value becomes `None`, a printed literal or one an assert compares becomes the seal. What
-the code computes with stays (`f(x, 5)`: an input, not an answer), and so do yes/no values (a seal of a
-two-valued answer hides nothing) and the expected values of exercises whose check runs the student's code
-(6.3's 6 calls: the code must produce it). The prose is not changed, and a student who runs the chapter
-sees what it measures, 6.1's count among them: ask for predictions before the run. Each copy runs to the
-end as it is (its checks say "not answered yet"); hand the files out or open them in Colab, whose setup
-cell installs the course from the book's repository, as the book's notebooks do.
+without any output: the book's outputs can answer an exercise that asks to predict them (ch05 prints the
+`EQUALS_MATCH` guards of `f` above exercise 5.1, which asks for those of `f2`: the same count).
+`--outputs book` (`make student STUDENT_OUTPUTS=book`) keeps the book's outputs outside the exercises' own
+cells; read the chapter before you hand that out. Where a check cell writes its expected value out (4.1's
+`10`, 2.3's `"inductor"`), the copy holds only a seal of it (`helpers.exercises.sealed("sha256:…")`): the
+check still says right or not quite, the value is not in the file. Where an exercise's check takes the answer
+as the student writes it (a prediction or a count: 5.1's `answer_1`), a course cell's code that states that
+value is changed too: a figure whose expectation states it is recorded instead (ch05's `equals_match_guards`,
+`expect=helpers.exact(3)` → `helpers.record()`), a series reference value becomes `None`, a printed literal
+or one an assert compares becomes the seal. What the code computes with stays
+(`guard_trees(f, x, 3, [1, 2])`: an input, not an answer), and so do yes/no values (a seal of a two-valued
+answer hides nothing) and the expected values of exercises whose check runs the student's code (6.3's 6
+calls: the code must produce it). The prose is not changed, and a student who runs the chapter sees what it
+measures, ch05's count of `f`'s `EQUALS_MATCH` guards among them: ask for predictions before the run. An
+exercise can ask about code the chapter never runs and compute its expected value in the check by running
+that code (6.1: six calls of a function `g` the chapter never compiles); then neither the file nor an output
+before the check holds the value. Each copy runs to the end as it is (its checks say "not answered yet");
+hand the files out or open them in Colab, whose setup cell installs the course from the book's repository, as
+the book's notebooks do.
 
 **Grading.** `python -m helpers grade FOLDER --jobs 2 --timeout 300` (or `make grade SUBMISSIONS=FOLDER`)
 takes every file in the folder and its subfolders (one per student, as an LMS exports them: the subfolder
@@ -105,11 +109,11 @@ tests try these cheats.
   patched `helpers.core.exercises` can still change what the kernel sends out, which matters where the
   check computes its expected value in the notebook. Where the kernel's check said otherwise than the
   grader's comparison, a note says so.
-- An answer set to a value the chapter computed (`answer_1 = seq_entry_count` in 6.1): read from the
+- An answer set to a value the chapter computed (`answer_1 = kinds_f["EQUALS_MATCH"]` in 5.1): read from the
   notebook rather than predicted.
 - Two files that are the same byte for byte, or whose answer cells are the same character for character
   (compared where they differ from the hand-out, when those cells hold at least 60 characters other than
-  spaces: short answers such as `answer_1 = 5` coincide honestly); copies of the blank hand-out are not
+  spaces: short answers such as `answer_1 = 3` coincide honestly); copies of the blank hand-out are not
   noted. Identical graded notebooks run once.
 - Answers written in new cells under an exercise, or in cells that lost their tags: graded with it, and noted.
 

@@ -9,8 +9,8 @@ The student edition drops the solution cells, clears the outputs (every output b
 outputs can answer an exercise that asks to predict them; ``keep_outputs`` keeps those outside the
 exercises), seals each expected value a check cell writes out (``seal_check``: the check compares a digest,
 the grader the value itself, read from the book's cell), seals or leaves out a course cell's literal that
-states the expected value of a prediction (``seal_stated``: a figure's ``expect=helpers.exact(5)``, a
-reference value, a printed literal, where 6.1 asks for that 5) and stamps the answer and check cells with
+states the expected value of a prediction (``seal_stated``: a figure's ``expect=helpers.exact(3)``, a
+reference value, a printed literal, where 5.1 asks for that 3) and stamps the answer and check cells with
 their exercise (cell metadata ``course``) so that the grader can match them.
 """
 from __future__ import annotations
@@ -225,8 +225,8 @@ def seal_check(source: str, number: str) -> str:
 
 
 def prediction_seals(nb: dict) -> dict[str, str]:
-    """Per exercise whose check takes the answer as the student writes it (``check("exercise 6.1", answer_1,
-    5)``: a prediction or a count, not code that the check runs), the seal of the expected value its check
+    """Per exercise whose check takes the answer as the student writes it (``check("exercise 5.1", answer_1,
+    3)``: a prediction or a count, not code that the check runs), the seal of the expected value its check
     cell writes out: ``digest`` of the literal in the book, or the ``sealed("sha256:…")`` of a student edition.
     An exercise whose check runs the answer (``compiled_h_runs(answer_3)``) is left out: its expected value
     in plain sight answers nothing (the student's code must produce it)."""
@@ -306,11 +306,11 @@ def seal_stated(source: str, seals: dict[str, str]) -> str:
     """A course cell with the literals that state an exercise's expected value sealed or left out (issue 29).
 
     ``seals``: ``prediction_seals`` of the chapter. A figure whose expectation states it (``expect=
-    helpers.exact(5)``) is recorded instead (``helpers.record()``: the hand-out does not check it); a
-    reference value (``helpers.reference("series_entries", 5, ...)``) becomes ``None``; a printed or displayed
-    literal, a bare one, or one an assert compares with ``==`` becomes the seal (``helpers.exercises.sealed(
-    seal, "exercise 6.1")``, equal by digest). Literals the code computes with (``x + 1``, ``range(6)``,
-    ``f(x, 5)``) stay: they are inputs, not answers.
+    helpers.exact(3)``) is recorded instead (``helpers.record()``: the hand-out does not check it); a
+    reference value (``helpers.reference("series_equals_match", 3, ...)``) becomes ``None``; a printed or
+    displayed literal, a bare one, or one an assert compares with ``==`` becomes the seal
+    (``helpers.exercises.sealed(seal, "exercise 5.1")``, equal by digest). Literals the code computes with
+    (``x + 1``, ``range(6)``, ``guard_trees(f, x, 3, [1, 2])``) stay: they are inputs, not answers.
     """
     import ast
 

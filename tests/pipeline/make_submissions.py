@@ -162,11 +162,17 @@ def main():
     pat = copy.deepcopy(load_notebook(out / "ada.ipynb"))
     pat["cells"].append({"cell_type": "markdown", "id": "pat-note", "metadata": {}, "source": "My answers. — Pat"})
     save(pat, out / "pat_same_answers.ipynb")
-    # read by the grader's notes only, never run (a ch06 run would cost the suite a minute): the reviewer's
-    # 6.3 cheat, a frame walk from a traceback up to the check's recorder (3/3 and no note before session 3)
+    planted_sly()
+
+
+def planted_sly():
+    """Read by the grader's notes only, never run (a ch06 run would cost the suite a minute): the reviewer's
+    6.3 cheat, a frame walk from a traceback up to the check's recorder (3/3 and no note before session 3).
+    Write it again after ch06's exercises change: `python -c "import make_submissions as m; m.planted_sly()"`
+    in tests/pipeline."""
     sly = student_edition(load_notebook(CH06), "ch06", CH06.name)
     for ex in exercises(sly):
-        sly["cells"][ex.answer]["source"] = {"6.1": "answer_1 = 5", "6.2": "answer_2 = (x.double(), 3)",
+        sly["cells"][ex.answer]["source"] = {"6.1": "answer_1 = 4", "6.2": "answer_2 = (x.double(), 3)",
                                              "6.3": SLY_6_3}[ex.number]
     save(sly, HERE / "planted" / "sly_walks_frames_ch06.ipynb")
 

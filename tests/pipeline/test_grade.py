@@ -339,7 +339,8 @@ def test_kernel_hooks_and_aliased_writes_to_the_course_are_named():
 
 
 def test_an_answer_copied_from_the_chapters_own_value_gets_a_note():
-    """Issue 29 (session 3): 6.1 answered with seq_entry_count, the value ch06 computed, instead of a prediction."""
+    """Issue 29 (session 3): an answer set to a value the chapter computed (ch06's seq_entry_count, the count of
+    its own call sequence, as 6.1's answer) rather than predicted or worked out gets a note, right or wrong."""
     values = {"seq_entry_count", "x", "rec"}
     assert copied_from_chapter("answer_1 = seq_entry_count", values, {"answer_1"}) == ["seq_entry_count"]
     assert copied_from_chapter("answer_1 = int(rec.compiles)", values, {"answer_1"}) == ["rec.compiles"]
@@ -403,12 +404,14 @@ def test_a_check_that_raised_on_an_answer_of_another_kind_says_so_plainly():
 
 def test_a_course_cell_of_an_earlier_hand_out_is_not_the_students():
     """A copy handed out before the course cells were sealed (issue 29, session 3) keeps `expect=
-    helpers.exact(5)` in ch06's cache-entry cell: still the course's cell, not an answer of the student's."""
-    ch06 = student_edition(load_notebook(CH06), "ch06", CH06.name)
-    book = load_notebook(CH06)
-    old = copy.deepcopy(ch06)
+    helpers.exact(3)` in ch05's guard-kinds cell (the count prediction 5.1 asks for): still the course's cell,
+    not an answer of the student's."""
+    ch05 = course()
+    book = load_notebook(CH05)
+    old = copy.deepcopy(ch05)
     for cell, was in zip((c for c in old["cells"] if c["cell_type"] == "code"),
                          (c for c in book["cells"] if c["cell_type"] == "code")):
-        if "seq_entries" in _source(was):
+        if '"equals_match_guards"' in _source(was):
+            assert _source(cell) != _source(was)  # the current hand-out seals it
             cell["source"] = _source(was)
-    assert "helpers.exact(5)" in str(old) and loose_cells(old, ch06) == []
+    assert 'expect=helpers.exact(3))' in str(old) and loose_cells(old, ch05) == []

@@ -110,7 +110,7 @@ def test_student_command_writes_the_chosen_chapters_without_outputs(tmp_path):
 
 @pytest.mark.parametrize("chapter", list(BOOK))
 def test_no_expected_value_is_written_in_a_student_check_cell(chapter):
-    """Issue 29: a check cell's written-out answer (6.1's `5`, 2.3's "inductor") is sealed in the copy handed out,
+    """Issue 29: a check cell's written-out answer (4.1's `10`, 2.3's "inductor") is sealed in the copy handed out,
     and the sealed check still says right to the book's own solution value."""
     from helpers.core.exercises import _same
 
@@ -136,7 +136,8 @@ def test_sealing_keeps_the_rest_of_the_check_cell():
 
 
 def test_the_default_student_edition_carries_no_output_that_answers_a_prediction():
-    """Issue 29: ch06's `seq_entries = 5 entries [✓ == 5]` answers "predict" exercise 6.1 before it."""
+    """Issue 29: the book's outputs can answer a "predict" exercise (ch06's printed `seq_entries = 5 entries
+    [✓ == 5]` did answer 6.1 before 6.1 asked about a function of its own): the default copy has none."""
     book = load_notebook(BOOK["ch06"])
     assert "seq_entries = 5" in json.dumps(book)  # the book shows it (the H200 run)
     student = student_edition(book, "ch06", BOOK["ch06"].name)
@@ -192,20 +193,56 @@ def test_exercise_1_1s_check_is_not_fooled_by_an_always_equal_prediction(capsys)
         assert verdict in capsys.readouterr().out
 
 
-def test_the_ch06_hand_out_does_not_state_6_1s_answer_in_a_course_cell():
+def test_a_hand_out_does_not_state_a_predictions_answer_in_a_course_cell():
     """Issue 29 (review, session 3): the default ch06 edition kept `helpers.figure("seq_entries", ...,
-    expect=helpers.exact(5))` and `helpers.reference("series_entries", 5, ...)`, the number that "predict"
-    exercise 6.1 asks for. The figure is recorded instead, the reference value left out; the chapter's
-    inputs stay."""
+    expect=helpers.exact(5))`, the number the old "predict" exercise 6.1 asked for. ch05 asks 5.1 for a count
+    its guard-kinds cell states (`expect=helpers.exact(3)`, the series' reference 3): the figure is recorded
+    instead, the reference value left out; the chapter's inputs stay."""
     from helpers.core.exercises import digest
 
-    book, student = edition("ch06")
-    assert prediction_seals(book) == prediction_seals(student) == {"6.1": digest("exercise 6.1", 5)}
+    book, student = edition("ch05")
+    assert prediction_seals(book) == prediction_seals(student) == {"5.1": digest("exercise 5.1", 3)}
     code = "\n".join(_source(c) for c in student["cells"] if c["cell_type"] == "code")
-    assert 'helpers.figure("seq_entries", seq_entry_count, "entries", expect=helpers.record())' in code
-    assert 'helpers.reference("series_entries", None, "entries"' in code
-    assert "helpers.exact(5)" not in code and '"series_entries", 5' not in code
-    assert "warm(x, 5)" in code  # an input the chapter computes with
+    assert 'helpers.figure("equals_match_guards", kinds_f["EQUALS_MATCH"], "guards", expect=helpers.record())' in code
+    assert 'helpers.reference("series_equals_match", None, "guards"' in code
+    assert "helpers.exact(3)" not in code and '"series_equals_match", 3' not in code
+
+
+def test_exercise_6_1_asks_about_calls_the_chapter_never_made(capsys):
+    """Issue 29: 6.1 asked to predict ("without scrolling up") the entry count the chapter had just printed,
+    and its check wrote the 5 out. It now asks about g, a function no cell before it compiles, called in a
+    sequence the chapter never runs; the check makes the calls itself and writes no expected value. Run
+    here on this torch: the check says right to the solution's count and not quite to the old section's."""
+    import re
+    import types
+
+    import torch
+
+    import helpers
+    from helpers.dynamo.guards import entry_ids
+    from helpers.dynamo.state import cache_entries, clear_compile_state
+
+    book = load_notebook(BOOK["ch06"])
+    ex = next(e for e in exercises(book) if e.number == "6.1")
+    heading, check = _source(book["cells"][ex.heading]), _source(book["cells"][ex.check])
+    assert "scrolling" not in heading and "g(x.double(), 9)" in heading
+    assert expected_literal(check, "6.1") is NO_LITERAL and "6.1" not in prediction_seals(book)
+    before = "\n".join(_source(c) for c in book["cells"][:ex.heading])
+    assert not re.search(r"\bg\(", before)  # g is neither defined nor called before the exercise
+    course = [_source(book["cells"][j]) for j in ex.code if j < ex.answer]
+    assert any(src.startswith("def g(x, k):") for src in course)
+    solution = _source(book["cells"][ex.solution])
+    assert "helpers.exercises.solution(\"exercise 6.1\", g_entries_after_six_calls(show=True), 4)" in solution
+
+    for answer, verdict in ((4, "exercise 6.1: ✅ right."), (5, "exercise 6.1: ❌ not quite (5).")):
+        namespace = {"__name__": "__main__", "torch": torch, "helpers": helpers,  # a notebook's module name:
+                     "ENV": types.SimpleNamespace(device="cpu"),  # torch 2.11 wraps g otherwise (entries on inner)
+                     "clear_compile_state": clear_compile_state, "cache_entries": cache_entries,
+                     "entry_ids": entry_ids, "answer_1": answer}
+        for src in course:
+            exec(src, namespace)
+        exec(check, namespace)
+        assert capsys.readouterr().out.startswith(verdict)
 
 
 def test_seal_stated_seals_what_a_cell_states_and_keeps_its_inputs():
