@@ -156,6 +156,8 @@ class Tuned:
     report: str = ""                 # what select_algorithm wrote to stderr (the AUTOTUNE tables)
     descent: list[str] = field(default_factory=list)   # coordinate-descent log lines, if it ran
     coordesc_benchmarks: int = 0     # configs coordinate descent benchmarked during the first call
+    pool_ready: bool | None = None   # was Inductor's compile-worker pool ready when the compile began (None: unknown)
+    lazy_compile_s: float | None = None  # seconds this process compiled Triton choices at their first benchmark call
 
     @property
     def benchmarked(self) -> list[Selection]:
@@ -227,6 +229,43 @@ def _fresh(fn):
     return types.FunctionType(call.__code__.replace(), call.__globals__, "call", None, call.__closure__)
 
 
+CHOICES_SEEN: list = []  # the choices with a benchmark request that watch_selections saw in the current tune()
+
+
+def worker_pool_ready() -> bool | None:
+    """Whether Inductor's compile-worker pool has answered its readiness job (``AsyncCompile._ready_future`` done):
+    then ``AsyncCompile.use_process_pool()`` is true and ``make_precompile_fn`` sends a Triton choice's compile to
+    the workers instead of this process's threads. None if this torch has no such attribute (ch23)."""
+    try:
+        future = private("torch._inductor.async_compile.AsyncCompile")._ready_future
+    except Exception:  # noqa: BLE001 - another torch
+        return None
+    return bool(future is not None and future.done())
+
+
+def lazy_compile_seconds(choices) -> float | None:
+    """Seconds this process spent compiling the Triton choices ``choices`` when the benchmark first ran them (ch23).
+
+    ``CachingAutotuner.run`` compiles a kernel that has no launcher yet and records how long that took in
+    ``precompile_time_taken_ns`` (0 otherwise); a choice precompiled on this process's threads already has its
+    launcher. Read from each choice's benchmark module (``bmreq.module_path``, ``PyCodeCache.modules_no_attr``),
+    so it must run right after the compile. None if nothing could be read.
+    """
+    try:
+        modules = private("torch._inductor.codecache.PyCodeCache").modules_no_attr
+    except Exception:  # noqa: BLE001 - another torch
+        return None
+    total, seen = 0, 0
+    for c in choices:
+        req = getattr(c, "bmreq", None)
+        mod = modules.get(getattr(req, "module_path", None)) if req is not None else None
+        kernel = getattr(mod, getattr(req, "kernel_name", ""), None) if mod is not None else None
+        ns = getattr(kernel, "precompile_time_taken_ns", None)
+        if isinstance(ns, (int, float)):
+            total, seen = total + ns, seen + 1
+    return total / 1e9 if seen else None
+
+
 @contextlib.contextmanager
 def watch_selections(sink: list):
     """Record every ``AlgorithmSelectorCache`` call of the block into ``sink`` as ``Selection``s (ch23).
@@ -246,6 +285,7 @@ def watch_selections(sink: list):
             sizes = []
         offered = [Choice(c.name, choice_kind(c), None, str(getattr(c, "description", ""))) for c in choices]
         sink.append((Selection(name, sizes, offered), [id(c) for c in choices]))
+        CHOICES_SEEN.extend(c for c in choices if getattr(c, "bmreq", None) is not None)
         return original(self, name, choices, input_nodes, layout, *args, **kwargs)
 
     def feedback(timings, name, input_nodes, choices, profiled=None, precompile_times=None):
@@ -321,6 +361,8 @@ def tune(fn, *args, mode: str | None = "max-autotune-no-cudagraphs", backends: s
     grad = torch.no_grad() if freezing else contextlib.nullcontext()
     compiled = torch.compile(_fresh(fn), mode=mode, dynamic=False)
     benched = coordesc_benchmarks()
+    ready = worker_pool_ready()
+    CHOICES_SEEN.clear()
     # the AUTOTUNE report goes to sys.stderr (captured); a dropped choice's traceback goes to select_algorithm's
     # logger, and a CUDA-less torch build warns through cpp_extension's: the table says what they say
     quiet = silence("torch._inductor.select_algorithm", "torch.utils.cpp_extension")
@@ -338,8 +380,10 @@ def tune(fn, *args, mode: str | None = "max-autotune-no-cudagraphs", backends: s
         def compiled(*a):  # a frozen graph is only valid without autograd
             with torch.no_grad():
                 return inner(*a)
+    lazy = lazy_compile_seconds(CHOICES_SEEN)
+    CHOICES_SEEN.clear()
     out = Tuned(compiled, seconds, [s for s, _ in sink], InductorOutput(list(code.sources)), err.getvalue(), list(lines),
-                coordesc_benchmarks() - benched)
+                coordesc_benchmarks() - benched, ready, lazy)
     if cache:
         _TUNED[key] = out
     return out

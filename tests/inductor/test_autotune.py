@@ -136,3 +136,23 @@ def test_max_autotune_widens_the_reduction_configs():
     tuned = reduction_candidates(2048, 2048, max_autotune=True)
     assert len(default) == 1 and len(tuned) > 1 and default[0] in tuned
     assert set(default[0]) == {"XBLOCK", "R0_BLOCK", "num_warps"}
+
+
+def test_lazy_compile_seconds_reads_each_benchmark_modules_kernel(monkeypatch):
+    """The seconds CachingAutotuner.run spent compiling choices at their first benchmark call, summed from each
+    choice's benchmark module; choices without a readable module do not count; nothing readable gives None."""
+    import types
+
+    from torch._inductor.codecache import PyCodeCache
+
+    from helpers.inductor.autotune import lazy_compile_seconds, worker_pool_ready
+
+    mods = {f"/m{i}.py": types.SimpleNamespace(triton_mm=types.SimpleNamespace(precompile_time_taken_ns=ns))
+            for i, ns in enumerate((0, 700_000_000, 800_000_000))}
+    monkeypatch.setattr(PyCodeCache, "modules_no_attr", mods)
+    choices = [types.SimpleNamespace(bmreq=types.SimpleNamespace(module_path=p, kernel_name="triton_mm")) for p in mods]
+    choices += [types.SimpleNamespace(bmreq=types.SimpleNamespace(module_path="/gone.py", kernel_name="triton_mm")),
+                types.SimpleNamespace(bmreq=None)]
+    assert math.isclose(lazy_compile_seconds(choices), 1.5)
+    assert lazy_compile_seconds(choices[3:]) is None
+    assert worker_pool_ready() in (True, False)
