@@ -406,6 +406,44 @@ class Package:
         return self.path.stat().st_size
 
 
+@dataclass
+class Probes:
+    """This process's vector-ISA answer, and what getting it cost (ch29)."""
+
+    seconds: float
+    children: list[str]  # the programs started meanwhile: "python..." for each test load, else the compiler
+    isa: str             # str(pick_vec_isa()): "avx512 avx512_vnni amx_tile", "avx2", "asimd", ...
+
+
+def answer_vec_isa() -> Probes:
+    """Ask ``pick_vec_isa`` (``torch/_inductor/cpu_vec_isa.py``) with ``cpp.vec_isa_ok`` on, as the package
+    build does, timing it and counting the child processes it starts (ch29).
+
+    With the ISA trusted the main probes are skipped, but ``VecAVX512.__bool__`` (BF16), ``VecAVX512VNNI``
+    (VNNI) and ``VecAMX`` (AMX) still test-load a probe each in a child Python; ``valid_vec_isa_list`` and
+    every ``__bool__`` are ``functools.cache``d, so a process pays this once, and a build timed after it
+    pays none of it.
+    """
+    config = private("torch._inductor.config")
+    pick = private("torch._inductor.cpu_vec_isa.pick_vec_isa")
+    children: list[str] = []
+    popen_init = subprocess.Popen.__init__
+
+    def counting(self, args, *rest, **kw):
+        first = args[0] if isinstance(args, (list, tuple)) else args
+        children.append(os.path.basename(str(first).split()[0]))
+        return popen_init(self, args, *rest, **kw)
+
+    t0 = time.perf_counter()
+    subprocess.Popen.__init__ = counting
+    try:
+        with config.patch({"cpp.vec_isa_ok": True}):
+            isa = pick()
+    finally:
+        subprocess.Popen.__init__ = popen_init
+    return Probes(time.perf_counter() - t0, children, str(isa))
+
+
 def package(ep, path, configs: dict | None = None) -> Package:
     """Compile an ExportedProgram ahead of time into a .pt2 (``aoti_compile_and_package``) (ch29)."""
     compile_and_package = private("torch._inductor.aoti_compile_and_package")

@@ -191,3 +191,15 @@ def test_a_failed_child_is_described_from_its_exit_and_stderr():
     cpp_error = 'Error: std::bad_cast\nTraceback (most recent call last):\nRuntimeError: create_func_( ...) API call failed\n'
     assert xa.failure_of(1, cpp_error) == 'exit 1, the library reporting "std::bad_cast"'
     assert xa.failure_of(1, "Traceback\nValueError: no\n") == "exit 1, ValueError: no" and xa.failure_of(2, "") == "exit 2"
+
+
+def test_answer_vec_isa_is_paid_once_per_process_and_restores_what_it_patched():
+    from helpers.core.private import private
+
+    config = private("torch._inductor.config")
+    before = (subprocess.Popen.__init__, config.cpp.vec_isa_ok)
+    first = xa.answer_vec_isa()
+    again = xa.answer_vec_isa()
+    assert (subprocess.Popen.__init__, config.cpp.vec_isa_ok) == before
+    assert first.isa == again.isa and again.children == [] and again.seconds < 1.0
+    assert all(isinstance(name, str) and name for name in first.children)
