@@ -357,7 +357,8 @@ def parts_table(runs: dict, split: dict) -> str:
 
 def tax(fc: FirstCall) -> float:
     """Seconds of a first call that every new process pays whatever the cache holds: the ISA probes and
-    the header step (ch24). ``fc.first_s - tax(fc)`` is the compile work the caches can save."""
+    the header step (ch24). ``fc.first_s - tax(fc)`` is what the chapter calls the first call's work: what
+    the caches can save, plus what a hit still does (imports in the call, Dynamo, keys and loading)."""
     return sum(fc.costs.get("seconds", {}).get(k, 0.0) for k in ("isa_probe", "header"))
 
 
