@@ -502,6 +502,19 @@ def mutation_site(fn, make_args, backend: str = "aot_eager") -> str:
     return sites[0] if sites else "not mutated"
 
 
+def mutation_sites(fn, make_args, backend: str = "aot_eager"):
+    """Who applies each of ``fn``'s input mutations when compiled with ``backend``: a tuple, one of
+    "graph", "runtime wrapper" or "not mutated" per tensor argument, or what went wrong (exercise 13.2)."""
+    import torch
+
+    torch.manual_seed(0)
+    args = make_args()
+    run = functionalize_graphs(fn, *args, backend=backend)
+    if not (run.outputs_match and run.inputs_match):
+        return "compiled result differs from eager"
+    return tuple(run.mutated_by)
+
+
 def forgets_input_mutation(fn):
     """A stand-in for a broken compiler: returns ``fn``'s outputs but never writes to the caller's inputs (exercise 13.3)."""
 

@@ -216,6 +216,31 @@ def partition(fn, *args, partitioner: str = "min_cut", budget: float | None = No
                      _saved(box["forward"], box["backward"]), compiled, result)
 
 
+def dropout_mask_consistent(x, w, budget: float | None = None, p: float = 0.5) -> bool:
+    """Does the backward apply the dropout mask the forward drew? (ch15)
+
+    Partitions ``dropout(tanh(x @ w), p).sum()`` under ``budget`` (as ``partition`` does: Inductor's
+    decompositions and min cut, the graphs run as plain ATen calls on ``x``'s device), returns the mask
+    the forward used as a second output, and compares ``w``'s compiled gradient with the gradient that
+    mask gives, ``x.T @ (mask / (1 - p) * (1 - tanh(x @ w) ** 2))``. False when the backward draws the
+    random numbers again (torch 2.11-2.15 below budget 1: pytorch/pytorch#190758).
+    """
+    import torch
+
+    def with_mask(x, w):
+        d = torch.nn.functional.dropout(torch.tanh(x @ w), p=p, training=True)
+        return d.sum(), (d != 0).to(x.dtype)
+
+    w1 = w.detach().clone().requires_grad_()
+    part = partition(with_mask, x, w1, budget=budget)
+    loss, mask = part.result
+    loss.backward()
+    with torch.no_grad():
+        t = torch.tanh(x @ w.detach())
+        expected = x.t() @ (mask / (1 - p) * (1 - t * t))
+    return bool(torch.allclose(w1.grad, expected, rtol=1e-2, atol=1e-2))  # a wrong mask is off by O(1)
+
+
 def trimmed_code(gm, keep: int = 40) -> str:
     """A graph's Python code without blank lines, cut after ``keep`` lines with a note saying so."""
     lines = [ln for ln in gm.code.strip().splitlines() if ln.strip()]

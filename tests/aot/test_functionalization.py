@@ -11,6 +11,7 @@ from helpers.aot.functionalization import (
     judge_agreement,
     ledger,
     mutation_site,
+    mutation_sites,
     op_name,
     read_inductor_write,
     show_ledger_step,
@@ -199,3 +200,14 @@ def test_alias_run_keeps_aliased_arguments_and_reads_output_aliases():
     assert len(r.placeholders) == 1 and "as_strided_scatter" in r.ops and r.matches_eager
     v = alias_run(lambda x: (x.view(2, 8), x.t()), lambda: (torch.randn(4, 4),))
     assert v.output_types == ["alias_of_input", "alias_of_input"] and all(v.outputs_view_input)
+
+
+def test_mutation_sites_decides_input_by_input():
+    def scale_both(a, b):
+        a.mul_(2)
+        b.add_(1)
+        return (a * b).sin()
+
+    both = lambda: (torch.randn(4, requires_grad=True) * 1, torch.randn(4))  # noqa: E731
+    assert mutation_sites(scale_both, both) == ("runtime wrapper", "graph")
+    assert mutation_sites(scale_both, lambda: (torch.randn(4), torch.randn(4))) == ("graph", "graph")

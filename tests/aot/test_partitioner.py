@@ -153,3 +153,12 @@ def test_exercise_runners(min_cut, xw):
     assert P.run_checkpointed(two, (x, w, w2), two)[:2] == (512, True)
     assert P.run_checkpointed(half, (x, w, w2), two)[:2] == (256, True)
     assert P.run_checkpointed(lambda *a: 1 / 0, (x, w, w2), two)[0].startswith("raised ZeroDivisionError")
+
+
+def test_dropout_mask_is_kept_at_budget_one_and_drawn_again_at_zero():
+    # pytorch/pytorch#190758: at budget 0 choose_saved_values_set returns the inputs before solve_min_cut's
+    # "random op" ban runs, so the backward recomputes rand with fresh numbers.
+    torch.manual_seed(0)
+    x, w = torch.randn(16, 16), torch.randn(16, 16, requires_grad=True)
+    assert P.dropout_mask_consistent(x, w, 1.0)
+    assert not P.dropout_mask_consistent(x, w, 0.0)
