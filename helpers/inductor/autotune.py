@@ -266,6 +266,41 @@ def lazy_compile_seconds(choices) -> float | None:
     return total / 1e9 if seen else None
 
 
+def ptxas_versions() -> tuple[str, str]:
+    """(the ptxas release in this process's Triton cache key, the release of torch's own ``torch/bin/ptxas``), e.g.
+    ``("12.8", "13.0")``; ``"unknown"`` for what cannot be read (ch23, CUDA only).
+
+    Triton keys a compiled kernel with its backend's hash, the ptxas version and the architecture
+    (``CUDABackend.hash``); ``get_ptxas_version`` is an ``lru_cache``, so a process keeps the version it read first.
+    On torch 2.11 Inductor's compile workers run ``_set_triton_ptxas_path`` (``runtime/compile_tasks.py``), which
+    points ``TRITON_PTXAS_PATH`` at ``torch/bin/ptxas`` when that file exists.
+    """
+    import subprocess
+    from pathlib import Path
+
+    import torch
+
+    def release(text) -> str:
+        found = re.search(r"release (\d+\.\d+)", str(text or ""))
+        return found.group(1) if found else "unknown"
+
+    here = theirs = "unknown"
+    try:
+        from triton.backends.nvidia import compiler as nvidia
+
+        major, minor = torch.cuda.get_device_capability()
+        here = release(nvidia.get_ptxas_version(major * 10 + minor))
+    except Exception:  # noqa: BLE001 - no Triton, no CUDA, another Triton
+        pass
+    try:
+        ptxas = Path(torch.__file__).parent / "bin" / "ptxas"
+        if ptxas.exists():
+            theirs = release(subprocess.run([str(ptxas), "--version"], capture_output=True, text=True, timeout=60).stdout)
+    except Exception:  # noqa: BLE001
+        pass
+    return here, theirs
+
+
 @contextlib.contextmanager
 def watch_selections(sink: list):
     """Record every ``AlgorithmSelectorCache`` call of the block into ``sink`` as ``Selection``s (ch23).

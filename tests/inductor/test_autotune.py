@@ -156,3 +156,13 @@ def test_lazy_compile_seconds_reads_each_benchmark_modules_kernel(monkeypatch):
     assert math.isclose(lazy_compile_seconds(choices), 1.5)
     assert lazy_compile_seconds(choices[3:]) is None
     assert worker_pool_ready() in (True, False)
+
+
+def test_ptxas_versions_reads_releases_or_says_unknown():
+    from helpers.inductor.autotune import ptxas_versions
+
+    here, torch_own = ptxas_versions()
+    for v in (here, torch_own):
+        assert v == "unknown" or all(part.isdigit() for part in v.split(".")), v
+    if not torch.cuda.is_available():
+        assert here == "unknown"
