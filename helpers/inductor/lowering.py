@@ -107,6 +107,15 @@ def index_answer(answer, actual: str):
     return actual if same else str(answer)
 
 
+def range_answer(answer):
+    """The reader's range as an element count (exercise 18.1): an integer stays itself, a tuple or list of
+    sizes such as the dump's ``(32,)`` or ``(4, 8)`` becomes the product of its sizes; anything else is
+    returned unchanged (and so judged wrong)."""
+    if isinstance(answer, (tuple, list)) and all(isinstance(v, int) and not isinstance(v, bool) for v in answer):
+        return _prod(answer)
+    return answer
+
+
 def in_inductor_decompositions(op) -> bool:
     """Whether Inductor's decomposition table (``select_decomp_table``) rewrites ``op`` before lowering (ch18)."""
     return op in private("torch._inductor.decomposition.select_decomp_table")()

@@ -115,3 +115,12 @@ def test_exercise_18_1_accepts_an_equal_index_written_another_way():
     assert index_answer("32*p0 + p1", "p0 + 32*p1") == "32*p0 + p1"  # a different index stays the reader's
     assert index_answer("p0 +", "p0 + 32*p1") == "p0 +"
     assert index_answer(None, "p0") is None
+
+
+def test_range_answer_reads_a_tuple_of_sizes_as_its_element_count():
+    from helpers.inductor.lowering import range_answer
+
+    assert range_answer(32) == 32
+    assert range_answer((32,)) == 32 and range_answer([4, 8]) == 32 and range_answer(()) == 1
+    assert range_answer("32") == "32"      # not a count: left as written, judged wrong
+    assert range_answer((True,)) == (True,)
