@@ -723,32 +723,52 @@ def dynamic_check(compile_fn, fn, sizes=(1000, 3000), device: str = "cpu"):
 
 
 @private_step("triton_heuristics.GridExpr.from_meta")
-def reader_tiling_check(fn, cases=((1_000_000, 1024), (1000, 256), (4096, 1024), (1, 1024), (2**20 + 1, 512))):
-    """Compare a reader's ``fn(numel, xblock) -> (programs, active lanes in the last)`` with torch's grid (ch21).
+def grid_2d(ynumel: int, xnumel: int, yblock: int, xblock: int) -> tuple[int, int]:
+    """Programs along x and along y of a 2-D launch: torch's ``Grid2D`` expression evaluated (ch21)."""
+    th = _heuristics()
+    with _config_class():
+        expr = th.GridExpr.from_meta({"grid_type": "Grid2D"}, {"XBLOCK": int(xblock), "YBLOCK": int(yblock)})
+    gx, gy, _ = expr.eval_slow({"xnumel": int(xnumel), "ynumel": int(ynumel)})
+    return int(gx), int(gy)
 
-    Returns the number of cases that agree out of ``len(cases)``, or None while ``fn`` is None.
-    """
+
+TILES_2D_CASES = ((1000, 1024, 32, 64), (1000, 3000, 16, 256), (7, 5000, 8, 1024), (1, 1, 32, 32),
+                  (4097, 300, 64, 64))
+
+
+@private_step("triton_heuristics.GridExpr.from_meta")
+def reader_tiles_2d_check(fn, cases=TILES_2D_CASES):
+    """Compare a reader's ``fn(ynumel, xnumel, yblock, xblock) -> (programs, masked lanes)`` with torch's
+    ``Grid2D`` (exercise 21.1): programs = the product of the grid's two axes, masked lanes = every lane of
+    every program minus the ``ynumel * xnumel`` that compute. Returns the number of cases that agree, or
+    None while ``fn`` is None."""
     if fn is None:
         return None
     right = 0
-    for n, b in cases:
-        t = tiling(n, b)
+    for ny, nx, by, bx in cases:
+        gx, gy = grid_2d(ny, nx, by, bx)     # outside the try: torch's side must not fail quietly
+        want = (gx * gy, gx * gy * by * bx - ny * nx)
         try:
-            if equal(tuple(fn(n, b)), (t.programs, t.active_in_last)):  # plain values, not the reader's __eq__
+            if equal(tuple(fn(ny, nx, by, bx)), want):  # plain values, not the reader's __eq__
                 right += 1
         except Exception:  # the reader's function may fail on some case; that case is simply wrong
             pass
     return right
 
 
+PROGRAMS_SIZES = (6, 300, 3000, 33_000, 40_000, 70_000, 90_000, 5_000_000)
+
+
 @private_step("triton_heuristics.pointwise (called with return_configs=True)")
-def reader_xblock_check(fn, sizes=(1, 100, 1000, 3000, 40_000, 100_000, 1_000_000, 2**24), device: DeviceSpec = H200):
-    """Compare a reader's ``fn(numel) -> XBLOCK`` with the first candidate torch's pointwise heuristic proposes (ch21)."""
+def reader_programs_check(fn, sizes=PROGRAMS_SIZES, device: DeviceSpec = H200):
+    """Compare a reader's ``fn(numel) -> programs`` with the grid of the first configuration torch's
+    pointwise heuristic proposes for ``numel`` (exercise 21.2). Returns the number of sizes that agree,
+    or None while ``fn`` is None."""
     if fn is None:
         return None
     right = 0
     for n in sizes:
-        want = pointwise_candidates(n, device)[0].xblock  # outside the try: torch's side must not fail quietly
+        want = grid(n, pointwise_candidates(n, device)[0].xblock)  # outside the try: torch's side must not fail
         try:
             right += int(equal(fn(n), want))  # plain values, not the reader's __eq__
         except Exception:  # a wrong or failing answer for this size

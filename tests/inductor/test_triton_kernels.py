@@ -160,11 +160,27 @@ def test_dynamic_numel_and_the_dynamic_check():
 
 
 def test_reader_checks_count_right_cases():
-    assert tk.reader_tiling_check(None) is None
-    assert tk.reader_tiling_check(lambda n, b: (-(-n // b), n - (-(-n // b) - 1) * b)) == 5
-    assert tk.reader_tiling_check(lambda n, b: (n // b, 0)) < 5
-    assert tk.reader_xblock_check(lambda n: 1024) < 8
-    assert tk.reader_xblock_check(None) is None
+    def tiles_2d(ny, nx, by, bx):
+        programs = -(-ny // by) * -(-nx // bx)
+        return programs, programs * by * bx - ny * nx
+
+    assert tk.grid_2d(1000, 3000, 16, 256) == (12, 63)      # (x axis, y axis): ceildiv(3000, 256), ceildiv(1000, 16)
+    assert tk.reader_tiles_2d_check(None) is None
+    assert tk.reader_tiles_2d_check(tiles_2d) == len(tk.TILES_2D_CASES)
+    assert tk.reader_tiles_2d_check(lambda ny, nx, by, bx: (-(-ny // by) * -(-nx // bx), 0)) < len(tk.TILES_2D_CASES)
+    assert tk.reader_tiles_2d_check(lambda *a: 1 / 0) == 0
+
+    def programs(n):
+        hint = tk.next_power_of_2(n)
+        return -(-n // min(max(256, min(hint // 128, 1024)), hint))
+
+    assert tk.reader_programs_check(None) is None
+    assert tk.reader_programs_check(programs) == len(tk.PROGRAMS_SIZES)
+    # XBLOCK from the size itself rather than from the rounded size_hints: wrong at most sizes
+    assert tk.reader_programs_check(lambda n: -(-n // min(max(256, min(n // 128, 1024)), n))) == len(tk.PROGRAMS_SIZES) - 4
+    # the grid from the rounded size rather than the size: wrong wherever n is not a multiple of XBLOCK
+    assert tk.reader_programs_check(lambda n: -(-tk.next_power_of_2(n) // min(max(256, min(tk.next_power_of_2(n) // 128, 1024)),
+                                                                        tk.next_power_of_2(n)))) <= len(tk.PROGRAMS_SIZES) - 3
 
 
 def test_the_persistent_proposal_follows_the_callers_cuda_not_the_device_properties():
