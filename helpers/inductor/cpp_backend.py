@@ -601,14 +601,19 @@ def time_gears(gears: dict, sizes, omp_threads: int = 1, repeats: int = 5) -> Ge
     """
     import torch
 
+    return time_gears_on(gears, {n: (torch.randn(n), torch.randn(n)) for n in sizes}, omp_threads, repeats)
+
+
+def time_gears_on(gears: dict, inputs: dict, omp_threads: int = 1, repeats: int = 5) -> GearTimes:
+    """``time_gears`` on given inputs: ``inputs`` maps a label (a size, or a name such as "all positive")
+    to the ``(x, y)`` each gear is called with; the result is name -> {label: Timing} (ch22)."""
     counts = getattr(gears, "torch_threads", {})
     out = GearTimes({name: {} for name in gears})
     before = _unique_graphs()
-    for n in sizes:
-        x, y = torch.randn(n), torch.randn(n)
+    for label, (x, y) in inputs.items():
         for name, f in gears.items():
             with threads(counts.get(name, _gear_threads(name, omp_threads))):
-                out[name][n] = timing.wall(f, x, y, repeats=repeats, target=0.005, device="cpu")
+                out[name][label] = timing.wall(f, x, y, repeats=repeats, target=0.005, device="cpu")
     out.compiles = _unique_graphs() - before
     return out
 

@@ -32,6 +32,7 @@ from helpers.inductor.cpp_backend import (
     sum_of_squares,
     threads,
     time_gears,
+    time_gears_on,
     vec_isa,
 )
 
@@ -179,6 +180,8 @@ def test_compiled_gears_are_separate_builds():
         assert torch.allclose(f(x, y), sin_plus(x, y), atol=1e-5)
     t = time_gears(gears, [256], repeats=2)
     assert set(t) == {"scalar", "SIMD"} and t["SIMD"][256].median > 0
+    on = time_gears_on(gears, {"all positive": (torch.rand(256) + 0.5, torch.rand(256) + 0.5)}, repeats=1)
+    assert set(on["scalar"]) == {"all positive"} and on["scalar"]["all positive"].median > 0 and on.compiles == 0
 
 
 def test_gears_keep_their_own_kernels_and_time_without_recompiling():
