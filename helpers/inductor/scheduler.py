@@ -21,7 +21,7 @@ from ..core.private import private
 from ..dynamo.logs import capture_logs
 from ..dynamo.state import clear_compile_state
 from . import cpp_backend
-from .code import InductorOutput
+from .code import InductorOutput, kernel_summary
 
 
 @dataclass
@@ -93,6 +93,25 @@ class Schedule:
         stored in a buffer of its own (realized) instead of inlining it into its readers (ch19, ch20)."""
         read = {u for n in self.pre for u in n.unmet}
         return [n.origins for n in self.pre if n.ir == "Pointwise" and set(n.buffers) & read]
+
+    @property
+    def stored_readers(self) -> list[NodeInfo]:
+        """The pre-fusion nodes that read a value in ``stored_values`` (its buffer is one of their unmet
+        dependencies): who uses a value lowering realized (ch19, ch20)."""
+        read = {u for n in self.pre for u in n.unmet}
+        stored = {b for n in self.pre if n.ir == "Pointwise" for b in n.buffers if b in read}
+        return [n for n in self.pre if set(n.unmet) & stored]
+
+    def stored_readers_text(self) -> str:
+        """``stored_readers`` as one line, e.g. ``"op3 (add+relu)"``; ``"none"`` when nothing was stored (ch19)."""
+        return ", ".join(f"{n.name} ({'+'.join(n.origins)})" for n in self.stored_readers) or "none"
+
+    @property
+    def stores(self) -> int:
+        """Store instructions left in all the generated kernels (``tl.store`` in Triton; ``kernel_summary``'s
+        count in C++). A store of a buffer whose users all ended up in the same kernel is dropped when the
+        kernel is written (``Kernel.remove_kernel_local_buffers``), so it is not counted (ch19, ch20)."""
+        return sum(kernel_summary(self.code, k).stores for k in self.kernels)
 
     def stored_text(self) -> str:
         """``stored_values`` as one line, e.g. ``"sin"`` or ``"exp+sub; sin"``; ``"none"`` when nothing was (ch19)."""

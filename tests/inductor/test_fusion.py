@@ -1,8 +1,8 @@
 """Unit tests of helpers/inductor/fusion.py (chapter 20)."""
 from types import SimpleNamespace
 
-from helpers.inductor.fusion import (CASES, PREDICT, eager_bytes, ideal_bytes, nest_prediction, predicted_nests, row,
-                                    rowwise_check, run_case)
+from helpers.inductor.fusion import (CASES, PREDICT, eager_bytes, ideal_bytes, measured_nests, nest_prediction,
+                                    predicted_nests, row, rowwise_check, run_case)
 from helpers.inductor.traffic import MiB
 
 
@@ -47,6 +47,7 @@ def test_exercise_functions_and_their_nests():
     assert list(PREDICT) == list("PQRSTU")
     assert predicted_nests(None) is None
     want = [1, 1, 2, 2, 1, 1]  # on CPU: inlined, row-wise, global wall, two axes, mm + sum, horizontal
+    assert measured_nests(n=64) == want
     assert predicted_nests(want, n=64) == want
     assert "differ" in predicted_nests([1] * 6, n=64)
     assert "6 counts" in predicted_nests([1], n=64)

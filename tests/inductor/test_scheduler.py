@@ -1,7 +1,8 @@
 """Unit tests of helpers/inductor/scheduler.py (chapter 19)."""
 import torch
 
-from helpers.inductor.scheduler import horizontal_check, inductor_setting, loop_nests, outer_loops, schedule
+from helpers.inductor.code import InductorOutput
+from helpers.inductor.scheduler import Schedule, horizontal_check, inductor_setting, loop_nests, outer_loops, schedule
 
 CPP = """
 {
@@ -101,3 +102,27 @@ def test_reduction_nodes_and_stored_values_name_what_each_node_is():
     stored = schedule(wall_exp, x)
     # exp is on the CPU's heavy-op list (should_realize_on_reuse): y is a pointwise node that the others read
     assert stored.reduction_nodes == 1 and stored.stored_values == [["exp"]] and stored.stored_text() == "exp"
+
+
+def test_stored_readers_say_who_reads_a_stored_value():
+    def wall_exp(x):
+        y = torch.exp(x)
+        return torch.relu(y + y.sum())
+    x = torch.randn(64, 64)
+    plain = schedule(wall, x)
+    assert plain.stored_readers == [] and plain.stored_readers_text() == "none"
+    stored = schedule(wall_exp, x)
+    # the stored exp is read by the sum and by the pointwise user
+    assert [n.name for n in stored.stored_readers] == ["op1", "op2"]
+    assert [n.ir for n in stored.stored_readers] == ["Reduction", "Pointwise"]
+    assert stored.stored_readers_text() == "op1 (sum_1), op2 (add+relu)"
+
+
+def test_stores_counts_the_store_lines_left_in_triton_kernels():
+    def kernel(name, stores):
+        body = "\n".join(f"    tl.store(out_ptr{i} + (x0), tmp{i}, xmask)" for i in range(stores))
+        return f"{name} = async_compile.triton('{name}', '''\ndef {name}(in_ptr0, xnumel):\n{body}\n''', device_str='cuda')\n"
+    src = (kernel("triton_red_fused_sin_sum_0", 1) + kernel("triton_poi_fused_add_relu_sin_1", 2)
+           + "def call(args):\n    triton_red_fused_sin_sum_0.run(buf0)\n    triton_poi_fused_add_relu_sin_1.run(buf1)\n")
+    s = Schedule([], [], [], [], InductorOutput([src]))
+    assert s.language == "triton" and s.launches == 2 and s.stores == 3
