@@ -40,6 +40,12 @@ def wall(x):
     return torch.relu(y + y.sum())
 
 
+def wall_exp(x):
+    """The wall with exp, which the CPU's heavy-op list (should_realize_on_reuse) stores for its readers."""
+    y = torch.exp(x)
+    return torch.relu(y + y.sum())
+
+
 def test_epilogue_fuses_and_scores_the_shared_buffer_in_bytes():
     x = torch.randn(64, 64)
     s = schedule(epilogue, x)
@@ -82,18 +88,12 @@ def test_reorder_round_is_logged_on_cpu_and_fuses_nothing_there():
 
 
 def test_op_name_heuristic_stores_exp_but_recomputes_sin_on_cpu():
-    def wall_exp(x):
-        y = torch.exp(x)
-        return torch.relu(y + y.sum())
     x = torch.randn(64, 64)
     assert [n.origins for n in schedule(wall_exp, x).pre][0] == ["exp"]  # y is its own node: stored
     assert all("sin" in n.origins for n in schedule(wall, x).pre)       # sin in both nodes: recomputed
 
 
 def test_reduction_nodes_and_stored_values_name_what_each_node_is():
-    def wall_exp(x):
-        y = torch.exp(x)
-        return torch.relu(y + y.sum())
     x = torch.randn(64, 64)
     plain = schedule(wall, x)
     # sin is inlined into both readers on a CPU: one reduction, nothing stored for another node
@@ -105,9 +105,6 @@ def test_reduction_nodes_and_stored_values_name_what_each_node_is():
 
 
 def test_stored_readers_say_who_reads_a_stored_value():
-    def wall_exp(x):
-        y = torch.exp(x)
-        return torch.relu(y + y.sum())
     x = torch.randn(64, 64)
     plain = schedule(wall, x)
     assert plain.stored_readers == [] and plain.stored_readers_text() == "none"
